@@ -1,0 +1,1 @@
+"""The plotly-Dash dashboard: live traffic, history and pipeline health."""

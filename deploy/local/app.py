@@ -1,0 +1,54 @@
+"""Footfall's own long-running processes for the local demo, started after the services.
+
+Each entry is a process of the pipeline as it exists today; a component joins this list
+as soon as it works, so ``deploy/local/up.sh`` always runs the whole pipeline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.error
+import urllib.request
+
+from deploy.local.procs import ProcessSpec, running_pid, start, wait_until
+from deploy.local.services import StackConfig
+
+# Started in this order, stopped in reverse.
+APPS = ["web", "demo-traffic"]
+
+
+def spec(cfg: StackConfig, name: str) -> ProcessSpec:
+    """The process spec of app process ``name``, pointed at this stack."""
+    env = {**os.environ, **cfg.app_environment(), "PYTHONUNBUFFERED": "1"}
+    manage = [sys.executable, "manage.py"]
+    argv = {
+        "web": [*manage, "runserver", f"127.0.0.1:{cfg.web_port}", "--noreload"],
+        "demo-traffic": [*manage, "demo_traffic", "--rate", os.environ.get("FOOTFALL_DEMO_RATE", "20")],
+    }[name]
+    return cfg.spec(name, argv, env=env)
+
+
+def _web_healthy(cfg: StackConfig) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{cfg.web_port}/api/v1/health", timeout=2) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def start_apps(cfg: StackConfig) -> None:
+    """Start every app process that is not running; wait for the web server to answer."""
+    for name in APPS:
+        app_spec = spec(cfg, name)
+        pid = running_pid(app_spec)
+        state = f"already running (pid {pid})" if pid else f"started (pid {start(app_spec)})"
+        if name == "web":
+            wait_until(
+                lambda: _web_healthy(cfg),
+                60,
+                f"web on port {cfg.web_port}",
+                alive=lambda s=app_spec: running_pid(s) is not None,
+                log_file=app_spec.log_file,
+            )
+        print(f"{name:<12} {state}", flush=True)

@@ -1,0 +1,434 @@
+"""The local single-node service stack: Kafka (KRaft), Redis, a Mongo-wire server, Spark.
+
+Each service knows how to install itself (downloads cached under ``FOOTFALL_CACHE_DIR``,
+default ``~/.cache/footfall``), start on its configured port with its state under
+``FOOTFALL_STATE_DIR`` (default ``~/.local/state/footfall``), report health, and stop.
+
+* Kafka: the broker jars of ``org.apache.kafka:kafka_2.13`` resolved from Maven Central
+  with Maven, run on the machine's JDK as one combined broker+controller (KRaft).
+* Redis: Debian's ``redis-server`` with its own port, data directory and an append-only
+  file (the realtime layer's exactly-once bookkeeping must survive a restart).
+* Mongo-wire server: FerretDB 1.x on its SQLite backend, built from the Go module proxy.
+  Production runs MongoDB; Footfall talks to either only through pymongo.
+* Spark: the pyspark wheel in local mode; "starting" it means proving a tiny job runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from deploy.local.procs import ProcessSpec, StackError, ensure_port_free, running_pid, start, wait_until
+from footfall.config import LOCAL_PORTS, load_config
+
+KAFKA_VERSION = "4.3.1"
+FERRETDB_VERSION = "v1.24.0"
+FERRETDB_MODULE = "github.com/FerretDB/FerretDB"
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+
+def _int_env(env: Mapping[str, str], name: str, default: int, low: int = 1, high: int = 65535) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise StackError(f"{name}: expected an integer between {low} and {high} (got {raw!r})") from None
+    if not low <= value <= high:
+        raise StackError(f"{name}: expected an integer between {low} and {high} (got {raw!r})")
+    return value
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Where the stack keeps downloads and state, and which ports it uses."""
+
+    cache_dir: Path
+    state_dir: Path
+    kafka_port: int
+    redis_port: int
+    mongo_port: int
+    web_port: int
+    events_partitions: int
+    start_timeout: float
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> StackConfig:
+        """Read ``FOOTFALL_*`` stack variables; raise :class:`StackError` naming a bad one."""
+        home = Path.home()
+        cfg = cls(
+            cache_dir=Path(env.get("FOOTFALL_CACHE_DIR") or home / ".cache" / "footfall").expanduser(),
+            state_dir=Path(env.get("FOOTFALL_STATE_DIR") or home / ".local" / "state" / "footfall").expanduser(),
+            kafka_port=_int_env(env, "FOOTFALL_KAFKA_PORT", LOCAL_PORTS["kafka"], 1024, 65534),
+            redis_port=_int_env(env, "FOOTFALL_REDIS_PORT", LOCAL_PORTS["redis"], 1024),
+            mongo_port=_int_env(env, "FOOTFALL_MONGO_PORT", LOCAL_PORTS["mongo"], 1024, 65534),
+            web_port=_int_env(env, "FOOTFALL_WEB_PORT", LOCAL_PORTS["web"], 1024),
+            events_partitions=_int_env(env, "FOOTFALL_EVENTS_PARTITIONS", 6, 1, 256),
+            start_timeout=float(_int_env(env, "FOOTFALL_START_TIMEOUT", 180, 5, 3600)),
+        )
+        ports = [cfg.kafka_port, cfg.kafka_port + 1, cfg.redis_port, cfg.mongo_port, cfg.mongo_port + 1, cfg.web_port]
+        if len(set(ports)) != len(ports):
+            raise StackError(f"FOOTFALL_*_PORT: ports overlap ({ports}); Kafka and Mongo also use port + 1")
+        return cfg
+
+    @property
+    def run_dir(self) -> Path:
+        return self.state_dir / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    def app_environment(self) -> dict[str, str]:
+        """The variables that point Footfall's processes at this stack."""
+        return {
+            "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{self.kafka_port}",
+            "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+            "MONGO_URL": f"mongodb://127.0.0.1:{self.mongo_port}/",
+            "FOOTFALL_DATA_DIR": str(self.state_dir / "data"),
+            "FOOTFALL_WEB_PORT": str(self.web_port),
+        }
+
+    def spec(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ProcessSpec:
+        return ProcessSpec(name, argv, self.run_dir, self.log_dir / f"{name}.log", env=env, cwd=REPO)
+
+
+def _apt_install(*packages: str) -> None:
+    """Install Debian packages (root only); a clear error otherwise."""
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise StackError(f"missing {', '.join(packages)}: install them with your package manager")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    print(f"installing Debian packages: {' '.join(packages)}", flush=True)
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages], check=True, env=env)
+
+
+def _need(command: str, *packages: str) -> str:
+    path = shutil.which(command)
+    if path is None:
+        _apt_install(*packages)
+        path = shutil.which(command)
+    if path is None:
+        raise StackError(f"{command} not found after installing {', '.join(packages)}")
+    return path
+
+
+class Service(ABC):
+    """One service of the stack; subclasses fill in install/argv/healthy."""
+
+    name: str = ""
+    port_variable: str = ""
+
+    def __init__(self, cfg: StackConfig) -> None:
+        self.cfg = cfg
+
+    def install(self) -> None:  # noqa: B027 - optional hook
+        """Make the service's binaries available (cached); idempotent."""
+
+    def ports(self) -> list[int]:
+        return []
+
+    def process(self) -> ProcessSpec | None:
+        """The process to run, or None for a service that is only a check."""
+        return None
+
+    @abstractmethod
+    def healthy(self) -> bool:
+        """True when the service answers its own protocol on its port."""
+
+    def after_start(self) -> None:  # noqa: B027 - optional hook
+        """One-off set-up once healthy (topics, indexes)."""
+
+    def start(self) -> str:
+        """Start the service if needed and wait until healthy; return a one-line status."""
+        self.install()
+        spec = self.process()
+        if spec is None:
+            self.after_start()
+            return "ok"
+        if running_pid(spec) is not None and self.healthy():
+            self.after_start()
+            return f"already running (pid {running_pid(spec)})"
+        for port in self.ports():
+            ensure_port_free(port, self.name, self.port_variable)
+        self.prepare()
+        pid = start(spec)
+        wait_until(
+            self.healthy,
+            self.cfg.start_timeout,
+            f"{self.name} on port {self.ports()[0]}",
+            alive=lambda: running_pid(spec) is not None,
+            log_file=spec.log_file,
+        )
+        self.after_start()
+        return f"started (pid {pid})"
+
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Create state directories and config files before the first start."""
+
+
+class Redis(Service):
+    name = "redis"
+    port_variable = "FOOTFALL_REDIS_PORT"
+
+    def install(self) -> None:
+        _need("redis-server", "redis-server")
+
+    def ports(self) -> list[int]:
+        return [self.cfg.redis_port]
+
+    def process(self) -> ProcessSpec:
+        data = self.cfg.state_dir / "redis"
+        argv = [
+            shutil.which("redis-server") or "redis-server",
+            "--port", str(self.cfg.redis_port),
+            "--bind", "127.0.0.1",
+            "--dir", str(data),
+            # Counters and their dedup records must survive a restart (exactly-once):
+            # an fsync'd append-only file, no RDB snapshots.
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--save", "",
+            "--daemonize", "no",
+            "--logfile", "",
+        ]  # fmt: skip
+        return self.cfg.spec(self.name, argv)
+
+    def prepare(self) -> None:
+        (self.cfg.state_dir / "redis").mkdir(parents=True, exist_ok=True)
+
+    def healthy(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis(port=self.cfg.redis_port, socket_timeout=1).ping())
+        except redis.RedisError:
+            return False
+
+
+class Mongo(Service):
+    """FerretDB 1.x (SQLite backend) speaking the MongoDB wire protocol."""
+
+    name = "mongo"
+    port_variable = "FOOTFALL_MONGO_PORT"
+
+    @property
+    def binary(self) -> Path:
+        return self.cfg.cache_dir / "bin" / f"ferretdb-{FERRETDB_VERSION}"
+
+    def install(self) -> None:
+        if self.binary.exists():
+            return
+        go = shutil.which("go")
+        if go is None:
+            raise StackError("mongo: FerretDB is built with Go (>= 1.22); install Go and retry")
+        print(f"building FerretDB {FERRETDB_VERSION} (once; cached in {self.binary})", flush=True)
+        env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
+        # `go install ...@version` also asks the proxy for the module's version list, which
+        # it refuses for this module; downloading the exact version works.
+        out = subprocess.run(
+            [go, "mod", "download", "-json", f"{FERRETDB_MODULE}@{FERRETDB_VERSION}"],
+            check=True, capture_output=True, text=True, env=env, cwd=self.cfg.cache_dir,
+        )  # fmt: skip
+        src = Path(json.loads(out.stdout)["Dir"])
+        build = self.cfg.cache_dir / "build" / f"ferretdb-{FERRETDB_VERSION}"
+        shutil.rmtree(build, ignore_errors=True)
+        shutil.copytree(src, build)
+        for path in build.rglob("*"):
+            path.chmod(path.stat().st_mode | 0o200)
+        # FerretDB embeds its version from a file its release tooling generates; the module
+        # archive lacks it, and the binary refuses to start without it.
+        (build / "build" / "version" / "version.txt").write_text(FERRETDB_VERSION + "\n")
+        self.binary.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.binary.with_suffix(".tmp")
+        subprocess.run([go, "build", "-trimpath", "-o", str(tmp), "./cmd/ferretdb"], check=True, cwd=build, env=env)
+        tmp.rename(self.binary)
+        shutil.rmtree(build, ignore_errors=True)
+
+    def ports(self) -> list[int]:
+        return [self.cfg.mongo_port, self.cfg.mongo_port + 1]
+
+    def process(self) -> ProcessSpec:
+        data = self.cfg.state_dir / "mongo"
+        argv = [
+            str(self.binary),
+            "--handler=sqlite",
+            f"--sqlite-url=file:{data / 'data'}/",
+            f"--state-dir={data}",
+            f"--listen-addr=127.0.0.1:{self.cfg.mongo_port}",
+            f"--debug-addr=127.0.0.1:{self.cfg.mongo_port + 1}",
+            "--telemetry=disable",
+            "--log-level=warn",
+        ]
+        return self.cfg.spec(self.name, argv)
+
+    def prepare(self) -> None:
+        (self.cfg.state_dir / "mongo" / "data").mkdir(parents=True, exist_ok=True)
+
+    def healthy(self) -> bool:
+        import pymongo
+        import pymongo.errors
+
+        client = pymongo.MongoClient(port=self.cfg.mongo_port, serverSelectionTimeoutMS=1000)
+        try:
+            return client.admin.command("ping").get("ok") == 1
+        except pymongo.errors.PyMongoError:
+            return False
+        finally:
+            client.close()
+
+
+class Kafka(Service):
+    """Apache Kafka, one node in KRaft combined mode (broker + controller)."""
+
+    name = "kafka"
+    port_variable = "FOOTFALL_KAFKA_PORT"
+
+    @property
+    def libs(self) -> Path:
+        return self.cfg.cache_dir / f"kafka-{KAFKA_VERSION}" / "libs"
+
+    @property
+    def home(self) -> Path:
+        # Named by port: KRaft records the controller's address when the log is formatted.
+        return self.cfg.state_dir / f"kafka-{self.cfg.kafka_port}"
+
+    def install(self) -> None:
+        _need("java", "openjdk-17-jre-headless")
+        marker = self.libs / ".complete"
+        if marker.exists():
+            return
+        mvn = _need("mvn", "maven")
+        print(f"resolving Apache Kafka {KAFKA_VERSION} from Maven Central (once; cached in {self.libs})", flush=True)
+        shutil.rmtree(self.libs, ignore_errors=True)
+        subprocess.run(
+            [
+                mvn, "-B", "-q", "-f", str(HERE / "kafka" / "pom.xml"),
+                f"-Dmaven.repo.local={self.cfg.cache_dir / 'm2'}",
+                f"-Dkafka.version={KAFKA_VERSION}",
+                "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={self.libs}",
+            ],
+            check=True,
+        )  # fmt: skip
+        marker.write_text(KAFKA_VERSION + "\n")
+
+    def ports(self) -> list[int]:
+        return [self.cfg.kafka_port, self.cfg.kafka_port + 1]
+
+    def _java(self, main: str, *args: str, heap: str = "256m") -> list[str]:
+        return [
+            shutil.which("java") or "java",
+            f"-Xmx{heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+            "-cp", f"{self.libs}/*",
+            main, *args,
+        ]  # fmt: skip
+
+    def process(self) -> ProcessSpec:
+        argv = self._java("kafka.Kafka", str(self.home / "server.properties"), heap="1g")
+        return self.cfg.spec(self.name, argv)
+
+    def prepare(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        port, cport = self.cfg.kafka_port, self.cfg.kafka_port + 1
+        data = self.home / "data"
+        (self.home / "server.properties").write_text(
+            (HERE / "kafka" / "server.properties.in").read_text().format(port=port, cport=cport, data=data)
+        )
+        (self.home / "log4j2.properties").write_text((HERE / "kafka" / "log4j2.properties").read_text())
+        if (data / "meta.properties").exists():
+            return
+        # A KRaft cluster id is 16 random bytes, URL-safe base64 without padding.
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        subprocess.run(
+            self._java("kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
+                       "-c", str(self.home / "server.properties")),
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    def _admin(self):  # noqa: ANN202 - confluent_kafka is imported lazily
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": f"127.0.0.1:{self.cfg.kafka_port}", "log_level": 0})
+
+    def healthy(self) -> bool:
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._admin().list_topics(timeout=2)
+        except KafkaException:
+            return False
+        return len(metadata.brokers) >= 1
+
+    def after_start(self) -> None:
+        """Create the project's topics if missing (idempotent)."""
+        from confluent_kafka.admin import NewTopic
+
+        app = load_config({**os.environ, **self.cfg.app_environment()}, REPO)
+        wanted = {
+            app.events_topic: (self.cfg.events_partitions, {"retention.ms": str(7 * 86_400_000)}),
+            app.invalid_topic: (1, {"retention.ms": str(30 * 86_400_000)}),
+        }
+        admin = self._admin()
+        existing = set(admin.list_topics(timeout=10).topics)
+        new = [
+            NewTopic(name, num_partitions=parts, replication_factor=1, config=conf)
+            for name, (parts, conf) in wanted.items()
+            if name not in existing
+        ]
+        for name, future in (admin.create_topics(new, operation_timeout=30) if new else {}).items():
+            try:
+                future.result(timeout=60)
+            except Exception as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise StackError(f"kafka: could not create topic {name}: {exc}") from exc
+
+
+class Spark(Service):
+    """Spark in local mode from the pyspark wheel; healthy when a tiny job gives the right sum."""
+
+    name = "spark"
+
+    def install(self) -> None:
+        _need("java", "openjdk-17-jre-headless")
+        try:
+            import pyspark  # noqa: F401
+        except ImportError as exc:
+            raise StackError("spark: pyspark is not installed; run deploy/local/bootstrap.sh") from exc
+
+    def after_start(self) -> None:
+        code = (
+            "from pyspark.sql import SparkSession\n"
+            "s = SparkSession.builder.master('local[1]').appName('footfall-check')"
+            ".config('spark.ui.enabled', 'false').getOrCreate()\n"
+            "s.sparkContext.setLogLevel('ERROR')\n"
+            "print(s.range(1000).selectExpr('sum(id) AS n').collect()[0]['n'])\n"
+            "s.stop()\n"
+        )
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, timeout=self.cfg.start_timeout
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise StackError(f"spark: the check job did not finish in {self.cfg.start_timeout:.0f}s") from exc
+        if out.returncode != 0 or out.stdout.strip().splitlines()[-1:] != ["499500"]:
+            raise StackError(f"spark: the check job failed:\n{out.stderr[-2000:]}")
+
+    def healthy(self) -> bool:
+        return True
+
+
+SERVICES: dict[str, type[Service]] = {"redis": Redis, "mongo": Mongo, "kafka": Kafka, "spark": Spark}

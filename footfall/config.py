@@ -1,0 +1,235 @@
+"""Footfall's configuration: every setting read from the environment, in one place.
+
+Twelve-factor: each value comes from an environment variable with a default that works
+against the local stack started by ``deploy/local/stack.py``. Values are validated when
+the process starts; a bad value raises :class:`ConfigError` naming the variable and what
+was expected, so a typo fails loudly at boot instead of at 3 a.m. on the first request.
+
+:func:`load_config` is pure (it takes the environment as a mapping), so it is unit-tested
+without touching ``os.environ``. Django's ``settings.py``, the Celery app, the workers and
+the local stack all read the same :class:`Config`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dj_database_url
+
+
+class ConfigError(ValueError):
+    """A configuration variable is missing or malformed; the message names it."""
+
+    def __init__(self, variable: str, expected: str, got: str | None = None) -> None:
+        shown = "" if got is None else f" (got {got!r})"
+        super().__init__(f"{variable}: expected {expected}{shown}")
+        self.variable = variable
+
+
+# Ports of the local single-node stack. The stack script starts services on these ports
+# (each overridable with FOOTFALL_<SERVICE>_PORT) and the URL defaults below point at them,
+# so a fresh checkout works with no environment at all. They are deliberately not the
+# services' well-known ports, so the stack never collides with a Redis or MongoDB the
+# developer already runs.
+LOCAL_PORTS: Mapping[str, int] = {
+    "kafka": 19092,  # the controller listens on kafka + 1
+    "redis": 16379,
+    "mongo": 17017,
+    "web": 8000,
+}
+
+ENVIRONMENTS = ("local", "test", "production")
+INSECURE_DEV_SECRET = "footfall-insecure-local-development-key-never-use-in-production"  # noqa: S105
+MIN_SECRET_LENGTH = 50
+
+_HOSTPORT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
+_SPARK_LOCAL = re.compile(r"^local(\[(\*|\d+)(,\d+)?\])?$")
+_REMOTE_ARCHIVE_SCHEMES = ("s3a", "s3", "hdfs", "gs", "abfs", "abfss", "wasbs")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Validated settings of one Footfall process."""
+
+    environment: str
+    debug: bool
+    secret_key: str
+    allowed_hosts: tuple[str, ...]
+    database: dict[str, object]
+    kafka_bootstrap_servers: str
+    events_topic: str
+    invalid_topic: str
+    redis_url: str
+    celery_broker_url: str
+    mongo_url: str
+    mongo_db: str
+    spark_master: str
+    archive_url: str
+    data_dir: Path
+
+    @property
+    def archive_is_local(self) -> bool:
+        """True when the archive is a directory on this machine (file:// or a plain path)."""
+        return not urlsplit(self.archive_url).scheme.startswith(_REMOTE_ARCHIVE_SCHEMES)
+
+
+def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
+    """Build and validate a :class:`Config` from ``env``; raise :class:`ConfigError` on bad input.
+
+    ``base_dir`` is the project checkout; local defaults (SQLite file, archive directory)
+    live under ``<base_dir>/var`` unless ``FOOTFALL_DATA_DIR`` says otherwise.
+    """
+    environment = _choice(env, "FOOTFALL_ENV", ENVIRONMENTS, default="local")
+    debug = _bool(env, "DEBUG", default=environment == "local")
+    if environment == "production" and debug:
+        raise ConfigError("DEBUG", "false when FOOTFALL_ENV=production", env.get("DEBUG"))
+
+    data_dir = Path(env.get("FOOTFALL_DATA_DIR") or base_dir / "var").expanduser().resolve()
+    redis_url = _url(env, "REDIS_URL", ("redis", "rediss", "unix"), f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0")
+    return Config(
+        environment=environment,
+        debug=debug,
+        secret_key=_secret_key(env, debug),
+        allowed_hosts=_allowed_hosts(env, debug),
+        database=_database(env, data_dir),
+        kafka_bootstrap_servers=_bootstrap_servers(env),
+        events_topic=_name(env, "FOOTFALL_EVENTS_TOPIC", "events"),
+        invalid_topic=_name(env, "FOOTFALL_INVALID_TOPIC", "events.invalid"),
+        redis_url=redis_url,
+        # Celery's broker lives in its own Redis database so a FLUSHDB of counters in a
+        # test or a rebuild can never drop queued tasks.
+        celery_broker_url=_url(env, "CELERY_BROKER_URL", ("redis", "rediss"), _with_db(redis_url, 1)),
+        mongo_url=_url(env, "MONGO_URL", ("mongodb", "mongodb+srv"), f"mongodb://127.0.0.1:{LOCAL_PORTS['mongo']}/"),
+        mongo_db=_name(env, "MONGO_DB", "footfall"),
+        spark_master=_spark_master(env),
+        archive_url=_archive_url(env, data_dir),
+        data_dir=data_dir,
+    )
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(name, "a boolean (1/0, true/false, yes/no, on/off)", raw)
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = env.get(name) or default
+    if raw not in choices:
+        raise ConfigError(name, f"one of {', '.join(choices)}", raw)
+    return raw
+
+
+def _name(env: Mapping[str, str], name: str, default: str) -> str:
+    raw = env.get(name) or default
+    if not re.fullmatch(r"[A-Za-z0-9._\-]{1,200}", raw):
+        raise ConfigError(name, "a name of letters, digits, '.', '_' or '-'", raw)
+    return raw
+
+
+def _secret_key(env: Mapping[str, str], debug: bool) -> str:
+    raw = env.get("SECRET_KEY", "")
+    if raw:
+        if not debug and (len(raw) < MIN_SECRET_LENGTH or raw == INSECURE_DEV_SECRET):
+            raise ConfigError("SECRET_KEY", f"a random string of at least {MIN_SECRET_LENGTH} characters")
+        return raw
+    if debug:
+        return INSECURE_DEV_SECRET
+    raise ConfigError(
+        "SECRET_KEY",
+        "a secret key whenever DEBUG is off (generate one with "
+        "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`)",
+    )
+
+
+def _allowed_hosts(env: Mapping[str, str], debug: bool) -> tuple[str, ...]:
+    raw = env.get("ALLOWED_HOSTS", "")
+    hosts = tuple(h.strip() for h in raw.split(",") if h.strip())
+    if hosts:
+        return hosts
+    if debug:
+        return ("localhost", "127.0.0.1", "[::1]", "testserver")
+    raise ConfigError("ALLOWED_HOSTS", "a comma-separated list of host names whenever DEBUG is off")
+
+
+def _database(env: Mapping[str, str], data_dir: Path) -> dict[str, object]:
+    raw = env.get("DATABASE_URL") or f"sqlite:///{data_dir / 'footfall.sqlite3'}"
+    try:
+        parsed = dj_database_url.parse(raw, conn_max_age=60, conn_health_checks=True)
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(
+            "DATABASE_URL", "a database URL such as sqlite:////abs/path.db or postgres://user:pw@host/db", raw
+        ) from exc
+    if not parsed.get("ENGINE") or not parsed.get("NAME"):
+        raise ConfigError("DATABASE_URL", "a database URL naming an engine and a database", raw)
+    return dict(parsed)
+
+
+def _bootstrap_servers(env: Mapping[str, str]) -> str:
+    raw = env.get("KAFKA_BOOTSTRAP_SERVERS") or f"127.0.0.1:{LOCAL_PORTS['kafka']}"
+    servers = [s.strip() for s in raw.split(",")]
+    for server in servers:
+        if not _HOSTPORT.match(server) or not 0 < int(server.rsplit(":", 1)[1]) < 65536:
+            raise ConfigError("KAFKA_BOOTSTRAP_SERVERS", "comma-separated host:port pairs", raw)
+    return ",".join(servers)
+
+
+def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...], default: str) -> str:
+    raw = env.get(name) or default
+    parts = urlsplit(raw)
+    if parts.scheme not in schemes or not (parts.netloc or parts.path):
+        raise ConfigError(name, f"a URL with scheme {' or '.join(s + '://' for s in schemes)}", raw)
+    if parts.scheme not in {"unix"} and not parts.hostname:
+        raise ConfigError(name, "a URL with a host name", raw)
+    try:
+        _ = parts.port
+    except ValueError as exc:
+        raise ConfigError(name, "a URL whose port is a number between 1 and 65535", raw) from exc
+    return raw
+
+
+def _with_db(redis_url: str, db: int) -> str:
+    parts = urlsplit(redis_url)
+    if parts.scheme == "unix":
+        return redis_url
+    return parts._replace(path=f"/{db}").geturl()
+
+
+def _spark_master(env: Mapping[str, str]) -> str:
+    raw = env.get("SPARK_MASTER") or "local[*]"
+    if _SPARK_LOCAL.match(raw) or raw == "yarn":
+        return raw
+    if raw.startswith(("spark://", "k8s://")) and urlsplit(raw.removeprefix("k8s://")).netloc:
+        return raw
+    raise ConfigError(
+        "SPARK_MASTER", "local, local[N], local[*], spark://host:port, yarn or k8s://https://host:port", raw
+    )
+
+
+def _archive_url(env: Mapping[str, str], data_dir: Path) -> str:
+    raw = env.get("ARCHIVE_URL") or (data_dir / "archive").as_uri()
+    parts = urlsplit(raw)
+    if parts.scheme == "file":
+        if not parts.path.startswith("/"):
+            raise ConfigError("ARCHIVE_URL", "an absolute file:// URL", raw)
+        return raw.rstrip("/")
+    if parts.scheme == "" and raw.startswith("/"):
+        return Path(raw).as_uri()
+    if parts.scheme in _REMOTE_ARCHIVE_SCHEMES and parts.netloc:
+        return raw.rstrip("/")
+    raise ConfigError(
+        "ARCHIVE_URL",
+        "an absolute directory, a file:// URL, or "
+        + ", ".join(s + "://bucket/prefix" for s in _REMOTE_ARCHIVE_SCHEMES),
+        raw,
+    )

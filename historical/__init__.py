@@ -1,0 +1,1 @@
+"""The batch layer's serving side: exact daily/hourly rollups in MongoDB."""

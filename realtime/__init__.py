@@ -1,0 +1,1 @@
+"""The speed layer: Kafka consumer workers keeping minutely counters in Redis."""
