@@ -12,7 +12,7 @@ import hashlib
 import random
 from dataclasses import dataclass, field
 
-from footfall.events import Event, UserAgent, Utm, new_event_id
+from footfall.events import SCHEMA_VERSION, Event, UserAgent, Utm, new_event_id
 
 PAGES = [
     ("/", "Home"),
@@ -76,6 +76,7 @@ class DemoTraffic:
             type="pageview",
             ts=ts_ms,
             received_at=received_at_ms if received_at_ms is not None else ts_ms,
+            schema=SCHEMA_VERSION,
             url=f"https://{self.host}{path}",
             host=self.host,
             path=path,

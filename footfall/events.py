@@ -103,6 +103,9 @@ class Utm(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields
 class Event(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=False):
     """One clickstream event, schema version 1 (see DESIGN.md, "Event").
 
+    Build one with ``schema=SCHEMA_VERSION``; it is the only field without a default that
+    says nothing about the event itself, and it is required so it is never left off the wire.
+
     ``ts`` and ``received_at`` are milliseconds since the Unix epoch, UTC. ``event_id`` is
     a lower-case UUID; the collector mints a time-ordered UUIDv7 unless the client sent
     one (kept, so a retried beacon dedupes downstream).
@@ -113,7 +116,7 @@ class Event(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fiel
     type: EventType
     ts: Timestamp
     received_at: Timestamp
-    schema: int = SCHEMA_VERSION
+    schema: int  # required on the wire: a reader must know which version it holds
     url: Url | None = None
     host: ShortText | None = None
     path: Url | None = None

@@ -1,0 +1,57 @@
+"""Fixtures for integration tests: real clients to the services the stack started.
+
+These tests never skip when a service is missing: a missing service is a failed run
+(start the stack with deploy/local/test.sh, which CI does).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pymongo
+import pytest
+import redis
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from api.health import check_all
+from footfall.config import Config
+
+
+@pytest.fixture(scope="session", autouse=True)
+def services_up(cfg: Config) -> None:
+    """Fail fast, with the reason, if a service of the stack is not answering."""
+    problems = {name: err for name, err in check_all(cfg).items() if err}
+    if problems:
+        pytest.fail(f"services not reachable (start them with deploy/local/test.sh): {problems}", pytrace=False)
+
+
+@pytest.fixture
+def kafka_admin(cfg: Config) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
+
+
+@pytest.fixture
+def kafka_topic(kafka_admin: AdminClient) -> Iterator[str]:
+    """A fresh 3-partition topic for one test, deleted afterwards."""
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    kafka_admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)])[name].result(timeout=30)
+    yield name
+    kafka_admin.delete_topics([name])[name].result(timeout=30)
+
+
+@pytest.fixture
+def redis_client(cfg: Config) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(cfg.redis_url, decode_responses=True)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def mongo_db(cfg: Config) -> Iterator[pymongo.database.Database]:
+    """A throw-away database on the Mongo-wire server, dropped afterwards."""
+    client: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url, serverSelectionTimeoutMS=5000)
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    yield client[name]
+    client.drop_database(name)
+    client.close()

@@ -1,0 +1,129 @@
+"""Configuration from the environment: working defaults, loud and specific failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from footfall.config import INSECURE_DEV_SECRET, LOCAL_PORTS, ConfigError, load_config
+
+BASE = Path("/srv/footfall")
+PROD = {"FOOTFALL_ENV": "production", "SECRET_KEY": "s" * 60, "ALLOWED_HOSTS": "stats.example.com"}
+
+
+def test_empty_environment_points_at_the_local_stack() -> None:
+    """A fresh checkout needs no variables at all."""
+    cfg = load_config({}, BASE)
+    assert cfg.debug is True
+    assert cfg.kafka_bootstrap_servers == f"127.0.0.1:{LOCAL_PORTS['kafka']}"
+    assert cfg.redis_url == f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0"
+    assert cfg.celery_broker_url == f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/1"
+    assert cfg.mongo_url == f"mongodb://127.0.0.1:{LOCAL_PORTS['mongo']}/"
+    assert cfg.spark_master == "local[*]"
+    assert cfg.database["ENGINE"] == "django.db.backends.sqlite3"
+    assert cfg.database["NAME"] == str(BASE / "var" / "footfall.sqlite3")
+    assert cfg.archive_url == (BASE / "var" / "archive").as_uri()
+    assert cfg.archive_is_local
+    assert cfg.secret_key == INSECURE_DEV_SECRET
+    assert (cfg.events_topic, cfg.invalid_topic) == ("events", "events.invalid")
+
+
+def test_production_needs_a_real_secret() -> None:
+    with pytest.raises(ConfigError, match="SECRET_KEY"):
+        load_config({**PROD, "SECRET_KEY": ""}, BASE)
+    with pytest.raises(ConfigError, match="SECRET_KEY: expected a random string of at least 50"):
+        load_config({**PROD, "SECRET_KEY": "short"}, BASE)
+    with pytest.raises(ConfigError, match="SECRET_KEY"):
+        load_config({**PROD, "SECRET_KEY": INSECURE_DEV_SECRET}, BASE)
+
+
+def test_debug_off_needs_a_secret_even_outside_production() -> None:
+    with pytest.raises(ConfigError, match="SECRET_KEY"):
+        load_config({"DEBUG": "false", "ALLOWED_HOSTS": "x"}, BASE)
+
+
+def test_production_refuses_debug() -> None:
+    with pytest.raises(ConfigError, match="DEBUG: expected false when FOOTFALL_ENV=production"):
+        load_config({**PROD, "DEBUG": "1"}, BASE)
+
+
+def test_production_config_is_accepted() -> None:
+    cfg = load_config(
+        {
+            **PROD,
+            "KAFKA_BOOTSTRAP_SERVERS": "k1:9092, k2:9092",
+            "REDIS_URL": "rediss://:pw@cache.internal:6380/2",
+            "MONGO_URL": "mongodb+srv://user:pw@cluster0.example.net/",
+            "DATABASE_URL": "postgres://u:p@db.internal:5432/footfall",
+            "SPARK_MASTER": "spark://spark-master:7077",
+            "ARCHIVE_URL": "s3a://analytics-raw/footfall/",
+        },
+        BASE,
+    )
+    assert cfg.debug is False
+    assert cfg.allowed_hosts == ("stats.example.com",)
+    assert cfg.kafka_bootstrap_servers == "k1:9092,k2:9092"
+    assert cfg.celery_broker_url == "rediss://:pw@cache.internal:6380/1"
+    assert cfg.database["ENGINE"] == "django.db.backends.postgresql"
+    assert cfg.archive_url == "s3a://analytics-raw/footfall"
+    assert not cfg.archive_is_local
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("FOOTFALL_ENV", "staging"),
+        ("DEBUG", "maybe"),
+        ("KAFKA_BOOTSTRAP_SERVERS", "localhost"),
+        ("KAFKA_BOOTSTRAP_SERVERS", "localhost:99999"),
+        ("KAFKA_BOOTSTRAP_SERVERS", "a:1,,b:2"),
+        ("REDIS_URL", "http://localhost:6379"),
+        ("REDIS_URL", "redis://localhost:port/0"),
+        ("MONGO_URL", "localhost:27017"),
+        ("DATABASE_URL", "oracle-ish://nowhere"),
+        ("SPARK_MASTER", "local[two]"),
+        ("SPARK_MASTER", "mesos://x:5050"),
+        ("ARCHIVE_URL", "relative/dir"),
+        ("ARCHIVE_URL", "ftp://host/dir"),
+        ("FOOTFALL_EVENTS_TOPIC", "bad topic!"),
+    ],
+)
+def test_bad_value_names_the_variable(variable: str, value: str) -> None:
+    """Each malformed variable fails at start with its own name in the message."""
+    with pytest.raises(ConfigError) as err:
+        load_config({variable: value}, BASE)
+    assert err.value.variable == variable
+    assert str(err.value).startswith(f"{variable}: expected ")
+    assert repr(value) in str(err.value) or variable in {"DATABASE_URL"}
+
+
+@pytest.mark.parametrize("master", ["local", "local[1]", "local[*]", "local[4,2]", "yarn", "k8s://https://k:6443"])
+def test_spark_masters_accepted(master: str) -> None:
+    assert load_config({"SPARK_MASTER": master}, BASE).spark_master == master
+
+
+def test_plain_archive_directory_becomes_a_file_url() -> None:
+    assert load_config({"ARCHIVE_URL": "/data/archive"}, BASE).archive_url == "file:///data/archive"
+
+
+def test_data_dir_moves_local_defaults() -> None:
+    cfg = load_config({"FOOTFALL_DATA_DIR": "/var/lib/footfall"}, BASE)
+    assert cfg.database["NAME"] == "/var/lib/footfall/footfall.sqlite3"
+    assert cfg.archive_url == "file:///var/lib/footfall/archive"
+
+
+def test_settings_module_turns_config_errors_into_improperly_configured(tmp_path: Path) -> None:
+    """Django refuses to start, and the message names the variable."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        env={"PATH": "/usr/bin:/bin", "REDIS_URL": "http://nope", "FOOTFALL_DATA_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode != 0
+    assert "ImproperlyConfigured: Footfall configuration error: REDIS_URL: expected a URL with scheme" in proc.stderr
