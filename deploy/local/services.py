@@ -373,14 +373,33 @@ class Kafka(Service):
             return False
         return len(metadata.brokers) >= 1
 
+    def _topics(self) -> tuple[str, str]:
+        app = load_config({**os.environ, **self.cfg.app_environment()}, REPO)
+        return app.events_topic, app.invalid_topic
+
+    def topic_sizes(self) -> dict[str, int]:
+        """Messages retained per project topic (sum of high minus low watermarks)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{self.cfg.kafka_port}", "group.id": "footfall-status"})
+        try:
+            sizes = {}
+            for topic in self._topics():
+                meta = consumer.list_topics(topic, timeout=5).topics[topic]
+                marks = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5) for p in meta.partitions]
+                sizes[topic] = sum(high - low for low, high in marks)
+            return sizes
+        finally:
+            consumer.close()
+
     def after_start(self) -> None:
         """Create the project's topics if missing (idempotent)."""
         from confluent_kafka.admin import NewTopic
 
-        app = load_config({**os.environ, **self.cfg.app_environment()}, REPO)
+        events, invalid = self._topics()
         wanted = {
-            app.events_topic: (self.cfg.events_partitions, {"retention.ms": str(7 * 86_400_000)}),
-            app.invalid_topic: (1, {"retention.ms": str(30 * 86_400_000)}),
+            events: (self.cfg.events_partitions, {"retention.ms": str(7 * 86_400_000)}),
+            invalid: (1, {"retention.ms": str(30 * 86_400_000)}),
         }
         admin = self._admin()
         existing = set(admin.list_topics(timeout=10).topics)

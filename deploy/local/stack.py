@@ -69,6 +69,10 @@ def cmd_status(cfg: StackConfig, _names: list[str]) -> None:
     for name in app.APPS:
         pid = running_pid(app.spec(cfg, name))
         print(f"{name:<12} {'running' if pid else 'stopped':<10} {f'pid {pid}' if pid else ''}")
+    kafka = SERVICES["kafka"](cfg)
+    if running_pid(kafka.process()) is not None:
+        for topic, size in kafka.topic_sizes().items():
+            print(f"topic {topic:<18} {size} messages")
     print(f"state: {cfg.state_dir}   logs: {cfg.log_dir}")
 
 
