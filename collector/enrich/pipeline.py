@@ -1,0 +1,115 @@
+"""The enrichment pipeline: turn a :class:`Draft` (what the HTTP boundary accepted, plus the
+client's IP and User-Agent held in memory only) into a schema-v1 :class:`~footfall.events.Event`.
+
+Each step is a plain function ``(Draft, SiteContext) -> Draft`` with no I/O: it fills in
+derived fields, or raises :class:`Drop` with a :class:`DropReason` when the event must not
+be recorded. :func:`enrich` runs the steps in order and builds the event; the IP and the
+raw User-Agent never leave the :class:`Draft` (invariant 5: no raw IP stored anywhere).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from footfall.events import SCHEMA_VERSION, Event, UserAgent, Utm
+
+
+class DropReason(StrEnum):
+    """Why an accepted request produced no event (counted per reason, never an error)."""
+
+    DO_NOT_TRACK = "do_not_track"  # the visitor asked not to be tracked and the site honours it
+    BOT = "bot"  # a crawler, on a site that drops bots instead of flagging them
+    SAMPLED_OUT = "sampled_out"  # outside the site's sampling rate
+    EXCLUDED = "excluded"  # an excluded path or host
+
+
+class Drop(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by a step to drop the event; carries the reason."""
+
+    def __init__(self, reason: DropReason) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class SiteContext:
+    """What the steps need to know about the site the event belongs to."""
+
+    site_id: str
+    domains: tuple[str, ...] = ()  # the site's own host names: referrers from them are "internal"
+    respect_dnt: bool = True
+    drop_bots: bool = False  # default: keep bots, flagged ua.is_bot, so the batch can count them apart
+    salt: bytes = b""  # today's secret salt for the cookieless visitor id
+
+
+@dataclass(slots=True)
+class Draft:
+    """An event under construction.
+
+    ``ip`` and ``user_agent`` are the client's, used by steps in memory and never copied
+    into the :class:`Event`; everything else maps one to one onto event fields.
+    """
+
+    site_id: str
+    type: str
+    ts: int
+    received_at: int
+    event_id: str
+    url: str | None = None
+    title: str | None = None
+    referrer: str | None = None
+    props: dict[str, str | int | float | bool | None] | None = None
+    method: str | None = None
+    status: int | None = None
+    duration_ms: float | None = None
+    # Request facts, in memory only.
+    ip: str | None = field(default=None, repr=False)
+    user_agent: str = field(default="", repr=False)
+    dnt: bool = False
+    # Derived by steps.
+    host: str | None = None
+    path: str | None = None
+    ref_domain: str | None = None
+    ref_type: str | None = None
+    utm: Utm | None = None
+    ua: UserAgent | None = None
+    country: str | None = None
+    visitor_id: str | None = None
+
+    def to_event(self) -> Event:
+        """The finished event (no IP, no raw User-Agent)."""
+        return Event(
+            event_id=self.event_id,
+            site_id=self.site_id,
+            type=self.type,
+            ts=self.ts,
+            received_at=self.received_at,
+            schema=SCHEMA_VERSION,
+            url=self.url,
+            host=self.host,
+            path=self.path,
+            title=self.title,
+            referrer=self.referrer,
+            ref_domain=self.ref_domain,
+            ref_type=self.ref_type,  # type: ignore[arg-type]  # validated by the event decoder
+            utm=self.utm,
+            visitor_id=self.visitor_id,
+            ua=self.ua,
+            country=self.country,
+            method=self.method,
+            status=self.status,
+            duration_ms=self.duration_ms,
+            props=self.props,
+        )
+
+
+Step = Callable[[Draft, SiteContext], Draft]
+
+
+def enrich(draft: Draft, ctx: SiteContext, steps: Sequence[Step]) -> Event:
+    """Run ``steps`` in order and return the event; raise :class:`Drop` to drop it."""
+    for step in steps:
+        draft = step(draft, ctx)
+    return draft.to_event()
