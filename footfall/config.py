@@ -70,6 +70,12 @@ class Config:
     spark_master: str
     archive_url: str
     data_dir: Path
+    spool_dir: Path
+    spool_max_bytes: int
+    trusted_proxies: int
+    client_rate: float
+    client_burst: int
+    ingest_max_age_ms: int
 
     @property
     def archive_is_local(self) -> bool:
@@ -108,6 +114,16 @@ def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
         spark_master=_spark_master(env),
         archive_url=_archive_url(env, data_dir),
         data_dir=data_dir,
+        spool_dir=Path(env.get("FOOTFALL_SPOOL_DIR") or data_dir / "spool").expanduser().resolve(),
+        spool_max_bytes=_int(env, "FOOTFALL_SPOOL_MAX_BYTES", 1 << 30, low=1 << 16),
+        # How many reverse proxies in front of the collector append to X-Forwarded-For;
+        # 0 means the socket's peer address is the client (X-Forwarded-For is ignored).
+        trusted_proxies=_int(env, "FOOTFALL_TRUSTED_PROXIES", 0, low=0, high=10),
+        client_rate=float(_int(env, "FOOTFALL_CLIENT_RATE", 20, low=1, high=100_000)),
+        client_burst=_int(env, "FOOTFALL_CLIENT_BURST", 100, low=1, high=1_000_000),
+        # Server-side batches may carry their own event times, at most this far in the past
+        # (older days are backfilled with the import command and a re-rollup).
+        ingest_max_age_ms=_int(env, "FOOTFALL_INGEST_MAX_AGE_HOURS", 7 * 24, low=1, high=24 * 366) * 3_600_000,
     )
 
 
@@ -121,6 +137,19 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     if lowered in {"0", "false", "no", "off"}:
         return False
     raise ConfigError(name, "a boolean (1/0, true/false, yes/no, on/off)", raw)
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int = 1 << 62) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(name, f"an integer between {low} and {high}", raw) from None
+    if not low <= value <= high:
+        raise ConfigError(name, f"an integer between {low} and {high}", raw)
+    return value
 
 
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:

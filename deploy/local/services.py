@@ -11,6 +11,7 @@ default ``~/.cache/footfall``), start on its configured port with its state unde
 * Mongo-wire server: FerretDB 1.x on its SQLite backend, built from the Go module proxy.
   Production runs MongoDB; Footfall talks to either only through pymongo.
 * Spark: the pyspark wheel in local mode; "starting" it means proving a tiny job runs.
+* Chromium: Debian's package, for browser tests; "starting" it means it runs.
 """
 
 from __future__ import annotations
@@ -450,4 +451,31 @@ class Spark(Service):
         return True
 
 
-SERVICES: dict[str, type[Service]] = {"redis": Redis, "mongo": Mongo, "kafka": Kafka, "spark": Spark}
+class Chromium(Service):
+    """Debian's headless Chromium for the browser tests (the tracker, the dashboard).
+
+    Test tools must not download a browser of their own (this machine reaches package
+    registries only), so Playwright drives this one through ``executable_path``.
+    """
+
+    name = "chromium"
+
+    def install(self) -> None:
+        _need("chromium", "chromium", "chromium-driver")
+
+    def after_start(self) -> None:
+        out = subprocess.run(["chromium", "--version"], capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise StackError(f"chromium: `chromium --version` failed: {out.stderr.strip()[-500:]}")
+
+    def healthy(self) -> bool:
+        return True
+
+
+SERVICES: dict[str, type[Service]] = {
+    "redis": Redis,
+    "mongo": Mongo,
+    "kafka": Kafka,
+    "spark": Spark,
+    "chromium": Chromium,
+}

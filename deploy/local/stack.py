@@ -25,7 +25,7 @@ from deploy.local import app
 from deploy.local.procs import StackError, kill, running_pid, stop
 from deploy.local.services import SERVICES, StackConfig
 
-ORDER = ["redis", "mongo", "kafka", "spark"]
+ORDER = ["redis", "mongo", "kafka", "spark", "chromium"]
 
 
 def _services(names: list[str], cfg: StackConfig) -> list:

@@ -8,7 +8,7 @@ cd "$repo"
 venv=$(deploy/local/bootstrap.sh | tail -n 1)
 py="$venv/bin/python"
 
-"$py" -m deploy.local.stack start
+"$py" -m deploy.local.stack start redis mongo kafka spark
 eval "$("$py" -m deploy.local.stack env)"
 "$py" manage.py migrate --noinput >/dev/null
 "$py" -m deploy.local.stack start-apps

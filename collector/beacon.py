@@ -1,0 +1,176 @@
+"""The HTTP boundary of collection: validate what a client sent, early, into a :class:`Beacon`.
+
+Pure functions, no Django: a JSON body (``POST /collect``, also as ``text/plain`` from
+``navigator.sendBeacon``), pixel query parameters (``GET /p.gif``), or one item of a
+server-side batch becomes a :class:`Beacon`, or :class:`BadBeacon` with a reason code and
+a message naming the field. :func:`to_draft` then adds the request facts and ``now``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Annotated
+
+import msgspec
+
+from collector.enrich.pipeline import Draft
+from footfall.events import MAX_PROP_KEY_LENGTH, MAX_PROP_VALUE_LENGTH, MAX_PROPS, MAX_TITLE_LENGTH, new_event_id
+
+MAX_BODY_BYTES = 64 * 1024
+_LONG = 8192  # accepted on input, then cut to the event's limits (long referrers are common)
+
+_Text = Annotated[str, msgspec.Meta(max_length=_LONG)]
+_PropValue = Annotated[str, msgspec.Meta(max_length=MAX_PROP_VALUE_LENGTH)] | int | float | bool | None
+_Props = Annotated[
+    dict[Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PROP_KEY_LENGTH)], _PropValue],
+    msgspec.Meta(max_length=MAX_PROPS),
+]
+
+
+class BadBeacon(ValueError):
+    """A payload the collector refuses (HTTP 400); ``reason`` is a stable code."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class Beacon(msgspec.Struct, forbid_unknown_fields=False):
+    """What a tracker or server sends for one event."""
+
+    site_id: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
+    type: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$")] = "pageview"
+    url: _Text | None = None
+    referrer: _Text | None = None
+    title: _Text | None = None
+    event_id: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")] | None = None
+    props: _Props | None = None
+    # Only server-side batches may set these (see to_draft's ``ts_window``).
+    ts: int | None = None
+    ip: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    user_agent: Annotated[str, msgspec.Meta(max_length=_LONG)] | None = None
+    method: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{1,16}$")] | None = None
+    status: Annotated[int, msgspec.Meta(ge=100, le=599)] | None = None
+    duration_ms: Annotated[float, msgspec.Meta(ge=0)] | None = None
+
+    def __post_init__(self) -> None:
+        if self.type == "pageview" and not self.url:
+            raise ValueError("a pageview needs a url")
+
+
+_decoder = msgspec.json.Decoder(Beacon)
+_batch_decoder = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def _raise(exc: Exception) -> None:
+    if isinstance(exc, msgspec.ValidationError):
+        raise BadBeacon("invalid_field", str(exc)) from None
+    raise BadBeacon("malformed_json", str(exc)) from None
+
+
+def parse_json(body: bytes) -> Beacon:
+    """One beacon from a JSON object body."""
+    if not body.strip():
+        raise BadBeacon("empty_body", "expected a JSON object")
+    try:
+        return _decoder.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        _raise(exc)
+        raise  # unreachable; keeps type checkers content
+
+
+def parse_batch(body: bytes, limit: int) -> list[Beacon | BadBeacon]:
+    """A JSON array of beacons; each item parsed on its own so one bad item spoils no other."""
+    try:
+        items = _batch_decoder.decode(body)
+    except msgspec.ValidationError:
+        raise BadBeacon("invalid_field", "expected a JSON array of events") from None
+    except msgspec.DecodeError as exc:
+        raise BadBeacon("malformed_json", str(exc)) from None
+    if not items:
+        raise BadBeacon("empty_batch", "expected at least one event")
+    if len(items) > limit:
+        raise BadBeacon("batch_too_large", f"{len(items)} events, at most {limit} per request")
+    out: list[Beacon | BadBeacon] = []
+    for raw in items:
+        try:
+            out.append(_decoder.decode(raw))
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            try:
+                _raise(exc)
+            except BadBeacon as bad:
+                out.append(bad)
+    return out
+
+
+_PIXEL_FIELDS = ("site_id", "type", "url", "referrer", "title", "event_id")
+
+
+def parse_query(params: Mapping[str, str]) -> Beacon:
+    """One beacon from pixel query parameters (same names as the JSON fields)."""
+    doc = {name: params[name] for name in _PIXEL_FIELDS if params.get(name)}
+    if "site_id" not in doc:
+        raise BadBeacon("invalid_field", "Object missing required field `site_id`")
+    try:
+        return msgspec.convert(doc, Beacon)
+    except msgspec.ValidationError as exc:
+        raise BadBeacon("invalid_field", str(exc)) from None
+
+
+def client_ip(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> str | None:
+    """The client's address: the peer, or the entry ``trusted_proxies`` from the right of
+    X-Forwarded-For (entries further left are client-controlled and never trusted)."""
+    candidate = remote_addr
+    if trusted_proxies and forwarded_for:
+        hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+        if len(hops) >= trusted_proxies:
+            candidate = hops[-trusted_proxies]
+    try:
+        return str(ipaddress.ip_address((candidate or "").strip()))
+    except ValueError:
+        return None
+
+
+def asks_not_to_track(headers: Mapping[str, str]) -> bool:
+    """True for ``DNT: 1`` or Global Privacy Control (``Sec-GPC: 1``)."""
+    return headers.get("DNT") == "1" or headers.get("Sec-GPC") == "1"
+
+
+def to_draft(
+    beacon: Beacon,
+    *,
+    now_ms: int,
+    ip: str | None,
+    user_agent: str,
+    dnt: bool,
+    ts_window: tuple[int, int] | None = None,
+) -> Draft:
+    """A :class:`Draft` for enrichment. The client's ``ts`` is honoured only when
+    ``ts_window`` = (max age, max skew ahead) in ms is given and it falls inside it."""
+    ts = now_ms
+    if beacon.ts is not None:
+        if ts_window is None:
+            raise BadBeacon("invalid_field", "`ts` may only be set by server-side batches")
+        max_age, max_ahead = ts_window
+        if not now_ms - max_age <= beacon.ts <= now_ms + max_ahead:
+            raise BadBeacon("ts_out_of_window", f"`ts` must lie within {max_age // 3_600_000} h before now")
+        ts = beacon.ts
+    return Draft(
+        site_id=beacon.site_id,
+        type=beacon.type,
+        ts=ts,
+        received_at=now_ms,
+        event_id=(beacon.event_id or new_event_id()).lower(),
+        url=beacon.url,
+        title=beacon.title[:MAX_TITLE_LENGTH] if beacon.title else None,
+        referrer=beacon.referrer or None,
+        props=beacon.props or None,
+        method=beacon.method,
+        status=beacon.status,
+        duration_ms=beacon.duration_ms,
+        ip=ip,
+        user_agent=user_agent,
+        dnt=dnt,
+    )

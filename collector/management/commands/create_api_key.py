@@ -1,0 +1,31 @@
+"""``manage.py create_api_key SITE_ID --scope read --scope ingest``: issue a key, shown once."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from collector.models import SCOPES, ApiKey, Site
+
+
+class Command(BaseCommand):
+    help = "Issue an API key for a site. The key is printed once; only its hash is stored."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("site_id")
+        parser.add_argument("--name", default="default")
+        parser.add_argument("--scope", action="append", choices=SCOPES, default=[])
+        parser.add_argument("--revoke", metavar="PREFIX", help="revoke the key with this prefix instead")
+
+    def handle(self, *args: object, **opts: object) -> None:
+        site = Site.objects.filter(site_id=opts["site_id"]).first()
+        if site is None:
+            raise CommandError(f"no site {opts['site_id']!r}; create it with `manage.py create_site`")
+        if opts["revoke"]:
+            key = ApiKey.objects.filter(site=site, prefix=opts["revoke"], revoked_at__isnull=True).first()
+            if key is None:
+                raise CommandError(f"no live key with prefix {opts['revoke']!r} for {site.site_id}")
+            key.revoke()
+            self.stdout.write(f"revoked {key}")
+            return
+        _, plaintext = ApiKey.issue(site, str(opts["name"]), list(opts["scope"]) or ["read"])
+        self.stdout.write(plaintext)

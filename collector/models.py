@@ -1,0 +1,124 @@
+"""Sites that may send events, and their API keys (stored hashed, shown once)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from zoneinfo import available_timezones
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils import timezone as dj_timezone
+
+from collector.salts import SALT_POLICIES
+
+SCOPES = ("read", "ingest")
+KEY_PREFIX = "ff_"
+
+
+def validate_timezone(value: str) -> None:
+    if value not in available_timezones():
+        raise ValidationError(f"{value!r} is not an IANA time zone name (e.g. Europe/Berlin)")
+
+
+def validate_host_list(value: object) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v and "/" not in v for v in value):
+        raise ValidationError("expected a list of host names such as ['example.com', 'www.example.com']")
+
+
+def validate_origin_list(value: object) -> None:
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and v.startswith(("http://", "https://")) and v.count("/") == 2 for v in value
+    ):
+        raise ValidationError("expected a list of origins such as ['https://example.com']")
+
+
+class Site(models.Model):
+    """A web site whose traffic Footfall records."""
+
+    site_id = models.CharField(
+        primary_key=True,
+        max_length=64,
+        validators=[RegexValidator(r"^[a-z0-9][a-z0-9_\-]{0,63}$", "lower-case letters, digits, '-' and '_'")],
+    )
+    name = models.CharField(max_length=200)
+    domains = models.JSONField(
+        default=list, validators=[validate_host_list], help_text="The site's host names; referrers from them count as internal."
+    )
+    allowed_origins = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_origin_list],
+        help_text="Origins allowed to send beacons; empty means https:// and http:// of each domain.",
+    )
+    timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
+    salt_policy = models.CharField(
+        max_length=20, default="daily", choices=[(p, p) for p in SALT_POLICIES],
+        help_text="daily: visitor ids rotate at midnight UTC; daily_site_tz: at midnight in the site's time zone.",
+    )  # fmt: skip
+    respect_dnt = models.BooleanField(default=True, help_text="Drop events from browsers sending DNT or Sec-GPC.")
+    drop_bots = models.BooleanField(default=False, help_text="Drop crawler traffic instead of recording it flagged.")
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        ordering = ["site_id"]
+
+    def __str__(self) -> str:
+        return self.site_id
+
+    def origins(self) -> frozenset[str]:
+        """Origins allowed to send beacons for this site."""
+        if self.allowed_origins:
+            return frozenset(o.lower().rstrip("/") for o in self.allowed_origins)
+        return frozenset(f"{scheme}://{d.lower()}" for d in self.domains for scheme in ("https", "http"))
+
+
+class ApiKey(models.Model):
+    """An API key of one site. Only a SHA-256 of the key is stored; the key is shown once.
+
+    Keys are 32 random bytes, so a fast hash is safe (no dictionary to attack); the lookup
+    goes by the public prefix and the hash is compared in constant time.
+    """
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=dj_timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.site_id}:{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def _hash(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, site: Site, name: str, scopes: list[str]) -> tuple[ApiKey, str]:
+        """Create a key; return the row and the plaintext key (never stored)."""
+        bad = set(scopes) - set(SCOPES)
+        if bad or not scopes:
+            raise ValueError(f"scopes must be a non-empty subset of {SCOPES}, got {scopes}")
+        prefix = secrets.token_hex(6)
+        key = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+        row = cls.objects.create(site=site, name=name, prefix=prefix, key_hash=cls._hash(key), scopes=sorted(scopes))
+        return row, key
+
+    @classmethod
+    def authenticate(cls, key: str) -> ApiKey | None:
+        """The live key matching ``key``, or None (unknown, malformed or revoked)."""
+        parts = key.split("_")
+        if len(parts) < 3 or f"{parts[0]}_" != KEY_PREFIX or len(key) > 200:
+            return None
+        row = cls.objects.select_related("site").filter(prefix=parts[1], revoked_at__isnull=True).first()
+        if row is None or not hmac.compare_digest(row.key_hash, cls._hash(key)):
+            return None
+        return row
+
+    def revoke(self) -> None:
+        self.revoked_at = dj_timezone.now()
+        self.save(update_fields=["revoked_at"])

@@ -1,0 +1,264 @@
+"""Where accepted events go: Kafka when it takes them, the durable spool when it cannot.
+
+One :class:`KafkaSink` per process (:func:`get_sink`). Its confluent-kafka producer is
+created lazily in the process that uses it — a producer created before a fork (gunicorn
+``--preload``, Celery prefork) silently never delivers — and is idempotent with
+``acks=all``. A background thread polls delivery reports, so ``produce`` never fills the
+local queue, and replays the spool when Kafka is reachable again. At exit the producer is
+flushed; whatever is still queued is purged into the spool, so nothing acknowledged is lost.
+
+``send`` returns ``"queued"`` (in the producer's queue; a failed delivery is spooled by
+the delivery report) or ``"spooled"`` (fsync'd on disk), or raises
+:class:`SinkUnavailable` when it can do neither: the HTTP layer answers 503, never 2xx.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from collector.spool import Spool, SpoolFull
+from footfall.config import Config
+from footfall.events import Event, InvalidEvent, decode, encode
+from footfall.kafka_client import producer_config
+
+log = logging.getLogger(__name__)
+
+PROBE_INTERVAL_S = 2.0  # how often a process that saw Kafka down checks whether it is back
+
+
+class SinkUnavailable(RuntimeError):
+    """Neither Kafka nor the spool could take the event."""
+
+
+def event_key(event: Event) -> bytes:
+    """Partition key: one visitor's events stay on one partition, in order."""
+    return (event.visitor_id or event.event_id).encode()
+
+
+class KafkaSink:
+    """Produce events to Kafka, falling back to a durable :class:`Spool`."""
+
+    def __init__(self, cfg: Config, spool: Spool, **producer_overrides: object) -> None:
+        self.cfg = cfg
+        self.spool = spool
+        self.stats: Counter[str] = Counter()
+        self._overrides = producer_overrides
+        self._producer: Producer | None = None
+        self._pid = 0
+        self._lock = threading.Lock()
+        self._down_since: float | None = None
+        self._closing = threading.Event()
+
+    # --- the producer, per process -------------------------------------------------
+    def _get_producer(self) -> Producer:
+        if self._producer is not None and self._pid == os.getpid():
+            return self._producer
+        with self._lock:
+            if self._producer is None or self._pid != os.getpid():
+                self._producer = Producer(producer_config(self.cfg, error_cb=self._on_error, **self._overrides))
+                self._pid = os.getpid()
+                self._down_since = None
+                self._closing = threading.Event()
+                threading.Thread(target=self._background, name="footfall-sink", daemon=True).start()
+                atexit.register(self.close)
+        return self._producer
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.code() == KafkaError._ALL_BROKERS_DOWN:
+            if self._down_since is None:
+                log.warning("Kafka unreachable (%s); spooling events to %s", err.str(), self.spool.directory)
+            self._down_since = time.monotonic()
+
+    @property
+    def kafka_down(self) -> bool:
+        return self._down_since is not None
+
+    # --- sending -------------------------------------------------------------------
+    def send(self, event: Event) -> str:
+        """Queue ``event`` to Kafka or spool it; return ``"queued"`` or ``"spooled"``."""
+        return self.send_raw(encode(event), event_key(event))
+
+    def send_raw(self, data: bytes, key: bytes) -> str:
+        producer = self._get_producer()
+        if self._down_since is not None:
+            return self._spool(data)
+        try:
+            producer.produce(self.cfg.events_topic, data, key=key, on_delivery=self._on_delivery)
+        except (BufferError, KafkaException) as exc:
+            log.debug("producer refused an event (%s); spooling", exc)
+            return self._spool(data)
+        self.stats["queued"] += 1
+        return "queued"
+
+    def send_invalid(self, data: bytes, error: InvalidEvent) -> None:
+        """Best effort: record an event that failed validation on the invalid-events topic,
+        with its reason in the headers (the client gets a 400 either way)."""
+        try:
+            self._get_producer().produce(
+                self.cfg.invalid_topic,
+                data,
+                headers={"reason": error.reason, "detail": error.detail[:500], "source": "collector"},
+            )
+        except (BufferError, KafkaException):
+            log.warning("could not record an invalid event (%s)", error.reason)
+        self.stats[f"invalid_{error.reason}"] += 1
+
+    def _spool(self, data: bytes) -> str:
+        try:
+            self.spool.append(data)
+        except (SpoolFull, OSError) as exc:
+            self.stats["unavailable"] += 1
+            raise SinkUnavailable(str(exc)) from exc
+        self.stats["spooled"] += 1
+        return "spooled"
+
+    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            self.stats["delivered"] += 1
+            self._down_since = None
+            return
+        self.stats["delivery_failed"] += 1
+        try:
+            self.spool.append(msg.value())
+            self.stats["spooled"] += 1
+        except (SpoolFull, OSError):
+            # Already acknowledged to a client and now neither in Kafka nor on disk: the
+            # one loss this design cannot prevent (a full spool during a long outage).
+            self.stats["lost"] += 1
+            log.critical("event lost: delivery failed (%s) and the spool refused it", err.str())
+
+    # --- background: delivery reports, recovery probe, spool replay ------------------
+    def _background(self) -> None:
+        producer, pid = self._producer, self._pid
+        last_probe = 0.0
+        while not self._closing.is_set() and pid == os.getpid() and producer is self._producer:
+            producer.poll(0.2)
+            now = time.monotonic()
+            if now - last_probe < PROBE_INTERVAL_S:
+                continue
+            last_probe = now
+            try:
+                if self._down_since is not None:
+                    producer.list_topics(self.cfg.events_topic, timeout=1.0)
+                    log.info("Kafka reachable again; replaying the spool")
+                    self._down_since = None
+                if self.spool.size_bytes() > 0:
+                    self.replay()
+            except KafkaException:
+                self._down_since = self._down_since or now
+            except Exception:  # the thread must survive anything and keep polling
+                log.exception("spool replay failed; will retry")
+
+    def replay(self, timeout: float = 30.0) -> int:
+        """Move spooled events to Kafka (waiting for acks); return how many were delivered."""
+        producer = self._get_producer()
+
+        def deliver(records: list[bytes]) -> int:
+            results: list[KafkaError | None] = []
+            for data in records:
+                try:
+                    key = event_key(decode(data))
+                except InvalidEvent:
+                    key = None  # the consumers route it to events.invalid with a reason
+                producer.produce(
+                    self.cfg.events_topic, data, key=key, on_delivery=lambda err, _m: results.append(err)
+                )
+                producer.poll(0)
+            producer.flush(timeout)
+            ok = sum(1 for err in results if err is None)
+            return ok if ok == len(records) else 0  # keep the whole segment on any failure
+
+        result = self.spool.replay(deliver)
+        self.stats["replayed"] += result.delivered
+        return result.delivered
+
+    def flush(self, timeout: float = 10.0) -> int:
+        """Wait for queued events to be delivered; return how many are still queued."""
+        return self._get_producer().flush(timeout) if self._producer is not None else 0
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Flush; purge whatever Kafka did not take into the spool (delivery reports do it)."""
+        if self._producer is None or self._pid != os.getpid():
+            return
+        self._closing.set()
+        remaining = self._producer.flush(timeout)
+        if remaining:
+            self._producer.purge(in_queue=True, in_flight=False)
+            self._producer.flush(1.0)
+        self.spool.close()
+
+
+class BackgroundWorker:
+    """Run tracking jobs on a worker thread, for callers that must never wait.
+
+    The Django middleware uses it: the host app's response does not depend on the event,
+    so enrichment and delivery happen off the request path. A full queue drops the job and
+    counts it (``stats["dropped_queue_full"]``) rather than slowing the host.
+    """
+
+    def __init__(self, maxsize: int = 10_000) -> None:
+        self.stats: Counter[str] = Counter()
+        self._queue: queue.Queue[Callable[[], object]] = queue.Queue(maxsize=maxsize)
+        self._pid = 0
+        self._last_warning = 0.0
+
+    def submit(self, job: Callable[[], object]) -> bool:
+        if self._pid != os.getpid():  # first use in this process (or after a fork)
+            self._pid = os.getpid()
+            threading.Thread(target=self._run, name="footfall-tracker", daemon=True).start()
+            atexit.register(self.drain)
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            self.failed("dropped_queue_full")
+            return False
+        return True
+
+    def failed(self, what: str, exc: BaseException | None = None) -> None:
+        """Count a tracking failure; log at most once a minute so a broken tracker
+        cannot flood the host's logs."""
+        self.stats[what] += 1
+        now = time.monotonic()
+        if now - self._last_warning >= 60:
+            self._last_warning = now
+            log.warning("footfall tracking failures so far: %s", dict(self.stats), exc_info=exc)
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                job()
+                self.stats["sent"] += 1
+            except Exception as exc:  # SinkUnavailable or a bug: count it, never kill the thread
+                self.failed("failed", exc)
+            finally:
+                self._queue.task_done()
+
+    def drain(self, timeout: float = 5.0) -> None:
+        """Wait (bounded) until queued jobs have run."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+_sink: KafkaSink | None = None
+_sink_lock = threading.Lock()
+
+
+def get_sink(cfg: Config) -> KafkaSink:
+    """The process's sink (its producer is created lazily, after any fork)."""
+    global _sink
+    if _sink is None:
+        with _sink_lock:
+            if _sink is None:
+                _sink = KafkaSink(cfg, Spool(cfg.spool_dir, cfg.spool_max_bytes))
+    return _sink

@@ -1,0 +1,194 @@
+"""Public collection endpoints: ``POST /collect``, ``GET /p.gif``, ``GET /footfall.js``,
+and the API-key authenticated batch ``POST /api/v1/sites/<site_id>/events``.
+
+Answers: 202 accepted (queued to Kafka or durably spooled; or ignored by policy, e.g.
+Do-Not-Track), 400 malformed (with a reason code), 401/404 bad key, 403 unknown site or
+origin, 413 body over 64 KiB (refused before reading it), 429 flooding client (with
+Retry-After), 503 when the event can neither be queued nor spooled.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from functools import cache
+from pathlib import Path
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from collector.beacon import MAX_BODY_BYTES, BadBeacon, Beacon, asks_not_to_track, client_ip, parse_batch, parse_json, parse_query
+from collector.ingest import Accepted, Rejected, RequestFacts
+from collector.models import ApiKey
+from collector.runtime import footfall_config, get_ingestor
+
+MAX_BATCH = 1000
+MAX_BATCH_BYTES = 4 * 1024 * 1024
+MAX_SKEW_AHEAD_MS = 5 * 60 * 1000
+# The smallest transparent GIF (43 bytes).
+PIXEL = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b")
+TRACKER = Path(__file__).resolve().parent / "static" / "collector" / "footfall.js"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _error(status: int, reason: str, detail: str = "", retry_after: float | None = None) -> JsonResponse:
+    resp = JsonResponse({"error": reason, "detail": detail}, status=status)
+    if retry_after is not None:
+        resp["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    return resp
+
+
+def _cors(request: HttpRequest, resp: HttpResponse) -> HttpResponse:
+    """Beacons carry no credentials, so any page may read the answer; the site's allowed
+    origins are enforced on the request itself (403), not through CORS."""
+    origin = request.headers.get("Origin")
+    if origin:
+        resp["Access-Control-Allow-Origin"] = origin
+        resp["Vary"] = "Origin"
+    resp["Cache-Control"] = "no-store"
+    return resp
+
+
+def _facts(request: HttpRequest) -> RequestFacts:
+    cfg = footfall_config()
+    return RequestFacts(
+        ip=client_ip(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"), cfg.trusted_proxies),
+        user_agent=request.headers.get("User-Agent", "")[:2048],
+        dnt=asks_not_to_track(request.headers),
+        origin=request.headers.get("Origin"),
+    )
+
+
+def _read_body(request: HttpRequest, limit: int) -> bytes:
+    """The body, refusing (413) anything over ``limit`` without buffering it."""
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise Rejected(400, "bad_content_length", "Content-Length is not a number") from None
+    if declared > limit:
+        raise Rejected(413, "body_too_large", f"{declared} bytes, at most {limit}")
+    body = request.read(limit + 1)
+    if len(body) > limit:
+        raise Rejected(413, "body_too_large", f"more than {limit} bytes")
+    return body
+
+
+def _accept(request: HttpRequest, beacon: Beacon, facts: RequestFacts) -> Accepted:
+    ingestor = get_ingestor()
+    site = ingestor.site(beacon.site_id, facts.origin)
+    ingestor.check_rate(facts)
+    return ingestor.ingest(beacon, facts, _now_ms(), site=site)
+
+
+def _accepted_body(result: Accepted) -> dict[str, object]:
+    body: dict[str, object] = {"status": result.status, "event_id": result.event_id}
+    if result.reason:
+        body["reason"] = result.reason
+    return body
+
+
+@csrf_exempt
+@require_http_methods(["POST", "OPTIONS"])
+def collect(request: HttpRequest) -> HttpResponse:
+    """One event as JSON (``application/json`` or ``text/plain`` from sendBeacon)."""
+    if request.method == "OPTIONS":
+        resp = HttpResponse(status=204)
+        resp["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+        resp["Access-Control-Allow-Headers"] = "Content-Type"
+        resp["Access-Control-Max-Age"] = "86400"
+        return _cors(request, resp)
+    try:
+        facts = _facts(request)
+        beacon = parse_json(_read_body(request, MAX_BODY_BYTES))
+        result = _accept(request, beacon, facts)
+    except BadBeacon as exc:
+        return _cors(request, _error(400, exc.reason, exc.detail))
+    except Rejected as exc:
+        return _cors(request, _error(exc.status, exc.reason, exc.detail, exc.retry_after))
+    return _cors(request, JsonResponse(_accepted_body(result), status=202))
+
+
+@csrf_exempt
+@require_http_methods(["GET"])
+def pixel(request: HttpRequest) -> HttpResponse:
+    """One event from query parameters, answered with a transparent GIF."""
+    try:
+        facts = _facts(request)
+        beacon = parse_query(request.GET)
+        result = _accept(request, beacon, facts)
+    except BadBeacon as exc:
+        return _cors(request, _error(400, exc.reason, exc.detail))
+    except Rejected as exc:
+        return _cors(request, _error(exc.status, exc.reason, exc.detail, exc.retry_after))
+    resp = HttpResponse(PIXEL, content_type="image/gif", status=202)
+    resp["X-Footfall-Status"] = result.status
+    return _cors(request, resp)
+
+
+@cache
+def _tracker_source() -> bytes:
+    return TRACKER.read_bytes()
+
+
+@require_http_methods(["GET"])
+def tracker(request: HttpRequest) -> HttpResponse:
+    """The browser tracker, cacheable for an hour."""
+    resp = HttpResponse(_tracker_source(), content_type="application/javascript; charset=utf-8")
+    resp["Cache-Control"] = "public, max-age=3600"
+    resp["Access-Control-Allow-Origin"] = "*"
+    return resp
+
+
+def _bearer_key(request: HttpRequest, site_id: str, scope: str) -> ApiKey:
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Bearer "):
+        raise Rejected(401, "missing_api_key", "send Authorization: Bearer <api key>")
+    key = ApiKey.authenticate(header.removeprefix("Bearer ").strip())
+    if key is None:
+        raise Rejected(401, "invalid_api_key", "unknown, malformed or revoked API key")
+    if key.site_id != site_id:
+        raise Rejected(404, "unknown_site", f"no site {site_id!r} for this key")
+    if scope not in key.scopes:
+        raise Rejected(403, "missing_scope", f"this key lacks the {scope!r} scope")
+    return key
+
+
+@csrf_exempt
+@require_http_methods(["POST"])
+def ingest_batch(request: HttpRequest, site_id: str) -> HttpResponse:
+    """Up to 1,000 server-side events for ``site_id``, with event times honoured inside
+    the configured window. Each event is accepted or rejected on its own; the answer is
+    202 with per-event results, unless the request as a whole is refused."""
+    try:
+        _bearer_key(request, site_id, "ingest")
+        ingestor = get_ingestor()
+        site = ingestor.site(site_id)
+        items = parse_batch(_read_body(request, MAX_BATCH_BYTES), MAX_BATCH)
+    except BadBeacon as exc:
+        return _error(400, exc.reason, exc.detail)
+    except Rejected as exc:
+        return _error(exc.status, exc.reason, exc.detail, exc.retry_after)
+    cfg = footfall_config()
+    now = _now_ms()
+    results: list[dict[str, object]] = []
+    for index, item in enumerate(items):
+        try:
+            if isinstance(item, BadBeacon):
+                raise item
+            if item.site_id != site_id:
+                raise BadBeacon("site_mismatch", f"event for {item.site_id!r} sent to {site_id!r}")
+            facts = RequestFacts(ip=item.ip, user_agent=item.user_agent or "", dnt=False)
+            result = ingestor.ingest(item, facts, now, ts_window=(cfg.ingest_max_age_ms, MAX_SKEW_AHEAD_MS), site=site)
+            results.append({"index": index, **_accepted_body(result)})
+        except BadBeacon as exc:
+            results.append({"index": index, "status": "rejected", "error": exc.reason, "detail": exc.detail})
+        except Rejected as exc:
+            if exc.status == 503:  # stop: later events would fail the same way
+                return _error(503, exc.reason, f"{exc.detail}; {index} events accepted before this one")
+            results.append({"index": index, "status": "rejected", "error": exc.reason, "detail": exc.detail})
+    accepted = sum(1 for r in results if r["status"] in {"queued", "spooled", "ignored"})
+    return JsonResponse({"accepted": accepted, "rejected": len(results) - accepted, "results": results}, status=202)

@@ -1,0 +1,203 @@
+"""The public endpoints over real Kafka and Redis: answers, reasons, and what reaches the log."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import msgspec
+import pytest
+from django.test import Client
+
+from collector.models import ApiKey, Site
+from footfall.events import decode
+from tests.integration.kafka_tail import TopicTail
+
+CHROME = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+)
+IP = "81.2.69.160"  # a GB address in the bundled GeoIP database
+
+
+def beacon(client: Client, body: object, ip: str = IP, **headers: str):  # noqa: ANN201
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return client.post(
+        "/collect", data, content_type="text/plain", REMOTE_ADDR=ip, HTTP_USER_AGENT=CHROME, **headers
+    )
+
+
+def of_site(site: Site):  # noqa: ANN201
+    return lambda msg: decode(msg.value()).site_id == site.site_id
+
+
+def test_beacon_is_enriched_and_reaches_kafka_without_the_ip(client: Client, site: Site, events_tail: TopicTail) -> None:
+    """A sendBeacon-style text/plain POST gets 202 and an enriched, IP-free event on the log."""
+    resp = beacon(
+        client,
+        {
+            "site_id": site.site_id,
+            "url": "https://Example.com/pricing?utm_source=news&utm_campaign=launch&fbclid=abc&plan=pro#top",
+            "referrer": "https://www.google.com/search?q=footfall",
+            "title": "Pricing",
+        },
+    )
+    assert resp.status_code == 202, resp.content
+    assert resp.json()["status"] == "queued"
+    [msg] = events_tail.read(of_site(site), 1)
+    assert IP.encode() not in msg.value()
+    assert b"Mozilla/5.0" not in msg.value()
+    event = decode(msg.value())
+    assert event.event_id == resp.json()["event_id"]
+    assert event.url == "https://example.com/pricing?plan=pro"
+    assert (event.host, event.path, event.title) == ("example.com", "/pricing", "Pricing")
+    assert (event.ref_domain, event.ref_type) == ("google.com", "search")
+    assert (event.utm.source, event.utm.campaign) == ("news", "launch")
+    assert (event.ua.browser, event.ua.os, event.ua.device, event.ua.is_bot) == ("Chrome", "Windows", "desktop", False)
+    assert event.country == "GB"
+    assert len(event.visitor_id) == 32
+    assert msg.key() == event.visitor_id.encode()
+
+
+def test_same_visitor_same_id_within_a_day(client: Client, site: Site, events_tail: TopicTail) -> None:
+    for path in ("/a", "/b"):
+        assert beacon(client, {"site_id": site.site_id, "url": f"https://example.com{path}"}).status_code == 202
+    msgs = events_tail.read(of_site(site), 2)
+    assert len({decode(m.value()).visitor_id for m in msgs}) == 1
+
+
+def test_client_event_id_is_kept_for_dedupe(client: Client, site: Site, events_tail: TopicTail) -> None:
+    """A retried beacon carries the same id twice; consumers count it once."""
+    body = {"site_id": site.site_id, "type": "signup", "event_id": "0190f2a4-6b7e-7c3d-8a1b-2c3d4e5f6a7b"}
+    assert beacon(client, body).status_code == 202
+    assert beacon(client, body).status_code == 202
+    ids = [decode(m.value()).event_id for m in events_tail.read(of_site(site), 2)]
+    assert ids == [body["event_id"]] * 2
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "reason"),
+    [
+        (b"{not json", 400, "malformed_json"),
+        (b"", 400, "empty_body"),
+        (b'{"site_id": "x y", "url": "https://e.com/"}', 400, "invalid_field"),
+        (b'{"site_id": "no-such-site", "url": "https://e.com/"}', 403, "unknown_site"),
+    ],
+)
+def test_bad_input_gets_a_reason(client: Client, site: Site, body: bytes, status: int, reason: str) -> None:
+    resp = beacon(client, body)
+    assert resp.status_code == status
+    assert resp.json()["error"] == reason
+    assert resp.json()["detail"]
+
+
+def test_oversized_body_is_refused_before_reading(client: Client, site: Site) -> None:
+    body = json.dumps({"site_id": site.site_id, "type": "x", "props": {"k": "v" * 70_000}}).encode()
+    resp = beacon(client, body)
+    assert resp.status_code == 413
+    assert resp.json()["error"] == "body_too_large"
+
+
+def test_foreign_origin_is_refused(client: Client, site: Site) -> None:
+    ok = beacon(client, {"site_id": site.site_id, "url": "https://example.com/"}, HTTP_ORIGIN="https://www.example.com")
+    assert ok.status_code == 202
+    assert ok["Access-Control-Allow-Origin"] == "https://www.example.com"
+    bad = beacon(client, {"site_id": site.site_id, "url": "https://example.com/"}, HTTP_ORIGIN="https://evil.test")
+    assert bad.status_code == 403
+    assert bad.json()["error"] == "origin_not_allowed"
+
+
+def test_preflight_allows_json_beacons(client: Client) -> None:
+    resp = client.options("/collect", HTTP_ORIGIN="https://example.com", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST")
+    assert resp.status_code == 204
+    assert resp["Access-Control-Allow-Origin"] == "https://example.com"
+    assert "POST" in resp["Access-Control-Allow-Methods"]
+    assert resp["Access-Control-Allow-Headers"] == "Content-Type"
+
+
+def test_flooding_client_gets_429_and_others_are_unaffected(client: Client, site: Site) -> None:
+    body = {"site_id": site.site_id, "type": "ping"}
+    codes = [beacon(client, body, ip="192.0.2.50").status_code for _ in range(130)]
+    assert codes[:100] == [202] * 100  # the burst
+    assert 429 in codes[100:]
+    limited = beacon(client, body, ip="192.0.2.50")
+    assert limited.status_code == 429
+    assert int(limited["Retry-After"]) >= 1
+    assert beacon(client, body, ip="192.0.2.51").status_code == 202
+
+
+def test_do_not_track_is_honoured(client: Client, site: Site, events_tail: TopicTail) -> None:
+    resp = beacon(client, {"site_id": site.site_id, "type": "dnt-check"}, HTTP_DNT="1")
+    assert resp.status_code == 202
+    assert resp.json() == {"status": "ignored", "event_id": resp.json()["event_id"], "reason": "do_not_track"}
+    assert beacon(client, {"site_id": site.site_id, "type": "marker"}).status_code == 202
+    types = [decode(m.value()).type for m in events_tail.read(of_site(site), 1, settle=1.0)]
+    assert types == ["marker"]
+
+
+def test_pixel(client: Client, site: Site, events_tail: TopicTail) -> None:
+    resp = client.get(
+        "/p.gif", {"site_id": site.site_id, "url": "https://example.com/news", "referrer": "https://t.co/x"},
+        REMOTE_ADDR=IP, HTTP_USER_AGENT=CHROME,
+    )  # fmt: skip
+    assert resp.status_code == 202
+    assert resp["Content-Type"] == "image/gif"
+    assert resp.content.startswith(b"GIF89a")
+    [msg] = events_tail.read(of_site(site), 1)
+    event = decode(msg.value())
+    assert (event.path, event.ref_type) == ("/news", "social")
+
+
+def test_tracker_script_is_served(client: Client) -> None:
+    resp = client.get("/footfall.js")
+    assert resp.status_code == 200
+    assert resp["Content-Type"].startswith("application/javascript")
+    assert b"sendBeacon" in resp.content
+
+
+def test_batch_api_honours_event_times(client: Client, site: Site, events_tail: TopicTail) -> None:
+    """Server-side events with their own times, ip and user agent; bad items rejected one by one."""
+    _, key = ApiKey.issue(site, "server", ["ingest"])
+    past = int(time.time() * 1000) - 3_600_000
+    items = [
+        {"site_id": site.site_id, "url": "https://example.com/old", "ts": past, "ip": IP, "user_agent": CHROME},
+        {"site_id": site.site_id, "url": "https://example.com/ancient", "ts": 1_000_000_000_000},
+        {"site_id": "someone-else", "url": "https://example.com/"},
+        {"site_id": site.site_id},
+    ]
+    resp = client.post(
+        f"/api/v1/sites/{site.site_id}/events", msgspec.json.encode(items), content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )  # fmt: skip
+    assert resp.status_code == 202
+    body = resp.json()
+    assert (body["accepted"], body["rejected"]) == (1, 3)
+    assert [r.get("error") for r in body["results"]] == [None, "ts_out_of_window", "site_mismatch", "invalid_field"]
+    [msg] = events_tail.read(of_site(site), 1)
+    event = decode(msg.value())
+    assert event.ts == past
+    assert event.country == "GB"
+    assert IP.encode() not in msg.value()
+
+
+@pytest.mark.parametrize(
+    ("auth", "status", "reason"),
+    [(None, 401, "missing_api_key"), ("Bearer ff_nope_nope", 401, "invalid_api_key")],
+)
+def test_batch_api_needs_a_key(client: Client, site: Site, auth: str | None, status: int, reason: str) -> None:
+    headers = {"HTTP_AUTHORIZATION": auth} if auth else {}
+    resp = client.post(f"/api/v1/sites/{site.site_id}/events", b"[]", content_type="application/json", **headers)
+    assert resp.status_code == status
+    assert resp.json()["error"] == reason
+
+
+def test_batch_api_key_is_bound_to_its_site_and_scope(client: Client, site: Site) -> None:
+    other = Site.objects.create(site_id=f"{site.site_id}-b", name="Other", domains=["other.test"])
+    _, other_key = ApiKey.issue(other, "x", ["ingest"])
+    _, read_key = ApiKey.issue(site, "x", ["read"])
+    url = f"/api/v1/sites/{site.site_id}/events"
+    body = b'[{"site_id": "%s", "type": "x"}]' % site.site_id.encode()
+    cross = client.post(url, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {other_key}")
+    assert cross.status_code == 404
+    scoped = client.post(url, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {read_key}")
+    assert scoped.status_code == 403
+    assert scoped.json()["error"] == "missing_scope"

@@ -1,0 +1,45 @@
+"""Read what a test produced to a Kafka topic: remember the end offsets first, then read on."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, Message, TopicPartition
+
+from footfall.config import Config
+from footfall.kafka_client import consumer_config
+
+
+class TopicTail:
+    """Messages appended to ``topic`` after construction."""
+
+    def __init__(self, cfg: Config, topic: str) -> None:
+        self.topic = topic
+        self.consumer = Consumer(consumer_config(cfg, f"tail-{uuid.uuid4().hex}"))
+        partitions = self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        self.start = [
+            TopicPartition(topic, p, self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
+            for p in partitions
+        ]
+        self.consumer.assign(self.start)
+
+    def read(self, want: Callable[[Message], bool], count: int, timeout: float = 30.0, settle: float = 0.0) -> list[Message]:
+        """Messages matching ``want`` until ``count`` arrived (then ``settle`` seconds more, to
+        catch duplicates) or ``timeout`` passed."""
+        got: list[Message] = []
+        deadline = time.monotonic() + timeout
+        settle_until: float | None = None
+        while time.monotonic() < deadline:
+            if settle_until is None and len(got) >= count:
+                settle_until = time.monotonic() + settle
+            if settle_until is not None and time.monotonic() >= settle_until:
+                break
+            for msg in self.consumer.consume(500, timeout=0.5):
+                if msg.error() is None and want(msg):
+                    got.append(msg)
+        return got
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -1,0 +1,106 @@
+"""The HTTP boundary: payloads validated early, with reasons; client facts read safely."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from collector.beacon import BadBeacon, asks_not_to_track, client_ip, parse_batch, parse_json, parse_query, to_draft
+
+NOW = 1_763_700_000_000
+
+
+def test_minimal_pageview() -> None:
+    beacon = parse_json(b'{"site_id": "demo", "url": "https://example.com/"}')
+    assert (beacon.site_id, beacon.type, beacon.url) == ("demo", "pageview", "https://example.com/")
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"", "empty_body"),
+        (b"{", "malformed_json"),
+        (b"[1]", "invalid_field"),
+        (b'{"url": "https://x/"}', "invalid_field"),
+        (b'{"site_id": "Bad Site", "url": "https://x/"}', "invalid_field"),
+        (b'{"site_id": "demo"}', "invalid_field"),  # a pageview without url
+        (b'{"site_id": "demo", "type": "x", "event_id": "123"}', "invalid_field"),
+        (b'{"site_id": "demo", "type": "x", "props": {"a": [1]}}', "invalid_field"),
+    ],
+)
+def test_bad_payloads_get_reasons(body: bytes, reason: str) -> None:
+    with pytest.raises(BadBeacon) as err:
+        parse_json(body)
+    assert err.value.reason == reason
+
+
+def test_too_many_props_are_refused() -> None:
+    body = msgspec.json.encode({"site_id": "demo", "type": "x", "props": {f"k{i}": i for i in range(33)}})
+    with pytest.raises(BadBeacon, match="props"):
+        parse_json(body)
+
+
+def test_pixel_query() -> None:
+    beacon = parse_query({"site_id": "demo", "url": "https://example.com/a", "referrer": "", "title": "A"})
+    assert beacon.referrer is None
+    assert beacon.title == "A"
+    with pytest.raises(BadBeacon, match="site_id"):
+        parse_query({"url": "https://example.com/"})
+
+
+def test_batch_items_fail_alone() -> None:
+    body = b'[{"site_id": "demo", "url": "https://e.com/"}, {"site_id": 5}, {"site_id": "demo", "type": "signup"}]'
+    items = parse_batch(body, limit=10)
+    assert [type(i).__name__ for i in items] == ["Beacon", "BadBeacon", "Beacon"]
+
+
+@pytest.mark.parametrize(("body", "reason"), [(b"[]", "empty_batch"), (b"{}", "invalid_field"), (b"[", "malformed_json")])
+def test_bad_batches(body: bytes, reason: str) -> None:
+    with pytest.raises(BadBeacon) as err:
+        parse_batch(body, limit=10)
+    assert err.value.reason == reason
+
+
+def test_batch_limit() -> None:
+    with pytest.raises(BadBeacon, match="at most 2"):
+        parse_batch(b"[{}, {}, {}]", limit=2)
+
+
+@pytest.mark.parametrize(
+    ("remote", "xff", "proxies", "expected"),
+    [
+        ("203.0.113.9", None, 0, "203.0.113.9"),
+        ("10.0.0.1", "198.51.100.7", 0, "10.0.0.1"),  # XFF ignored without trusted proxies
+        ("10.0.0.1", "1.1.1.1, 198.51.100.7", 1, "198.51.100.7"),  # the left entry is client-controlled
+        ("10.0.0.1", "198.51.100.7, 10.0.0.2", 2, "198.51.100.7"),
+        ("10.0.0.1", "junk", 1, None),
+        ("::ffff:1.2.3.4", None, 0, "::ffff:102:304"),
+        ("not-an-ip", None, 0, None),
+    ],
+)
+def test_client_ip(remote: str, xff: str | None, proxies: int, expected: str | None) -> None:
+    assert client_ip(remote, xff, proxies) == expected
+
+
+def test_privacy_signals() -> None:
+    assert asks_not_to_track({"DNT": "1"})
+    assert asks_not_to_track({"Sec-GPC": "1"})
+    assert not asks_not_to_track({"DNT": "0"})
+
+
+def test_draft_uses_server_time_and_keeps_client_event_id() -> None:
+    beacon = parse_json(b'{"site_id": "demo", "url": "https://e.com/", "event_id": "0190F2A4-6B7E-7C3D-8A1B-2C3D4E5F6A7B"}')
+    draft = to_draft(beacon, now_ms=NOW, ip="203.0.113.9", user_agent="UA", dnt=False)
+    assert draft.ts == NOW
+    assert draft.event_id == "0190f2a4-6b7e-7c3d-8a1b-2c3d4e5f6a7b"
+
+
+def test_client_time_only_for_batches_and_inside_the_window() -> None:
+    beacon = parse_json(b'{"site_id": "demo", "type": "x", "ts": %d}' % (NOW - 3_600_000))
+    with pytest.raises(BadBeacon, match="server-side"):
+        to_draft(beacon, now_ms=NOW, ip=None, user_agent="", dnt=False)
+    draft = to_draft(beacon, now_ms=NOW, ip=None, user_agent="", dnt=False, ts_window=(7_200_000, 300_000))
+    assert draft.ts == NOW - 3_600_000
+    with pytest.raises(BadBeacon) as err:
+        to_draft(beacon, now_ms=NOW, ip=None, user_agent="", dnt=False, ts_window=(1_000, 300_000))
+    assert err.value.reason == "ts_out_of_window"

@@ -1,0 +1,47 @@
+"""Flood guard and salt day arithmetic (pure)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from collector.ratelimit import RateLimiter
+from collector.salts import expires_at, salt_day
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_burst_then_rate() -> None:
+    clock = Clock()
+    limiter = RateLimiter(rate=2, burst=3, clock=clock)
+    assert [limiter.allow("a") for _ in range(3)] == [0, 0, 0]
+    assert limiter.allow("a") == 0.5  # next token in half a second at 2/s
+    assert limiter.allow("b") == 0  # other clients are unaffected
+    clock.now = 0.5
+    assert limiter.allow("a") == 0
+
+
+def test_memory_is_bounded() -> None:
+    limiter = RateLimiter(rate=1, burst=1, max_keys=100)
+    for i in range(1000):
+        limiter.allow(str(i))
+    assert len(limiter._buckets) == 100
+
+
+def test_salt_day_follows_policy() -> None:
+    ts = int(dt.datetime(2026, 11, 21, 23, 30, tzinfo=dt.UTC).timestamp() * 1000)
+    assert salt_day(ts, "daily", "Europe/Berlin") == dt.date(2026, 11, 21)
+    assert salt_day(ts, "daily_site_tz", "Europe/Berlin") == dt.date(2026, 11, 22)
+    assert salt_day(ts, "daily_site_tz", "America/New_York") == dt.date(2026, 11, 21)
+
+
+def test_salt_expires_after_its_day_everywhere() -> None:
+    now = dt.datetime(2026, 11, 21, 9, tzinfo=dt.UTC)
+    end = expires_at(dt.date(2026, 11, 21), now)
+    assert end == dt.datetime(2026, 11, 22, 12, 10, tzinfo=dt.UTC)  # end of the day in UTC-12, plus grace
+    assert expires_at(dt.date(2026, 1, 1), now) == now + dt.timedelta(hours=1)  # a past day: one hour
