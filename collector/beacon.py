@@ -45,7 +45,9 @@ class Beacon(msgspec.Struct, forbid_unknown_fields=False):
     url: _Text | None = None
     referrer: _Text | None = None
     title: _Text | None = None
-    event_id: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")] | None = None
+    event_id: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")] | None = (
+        None
+    )
     props: _Props | None = None
     # Only server-side batches may set these (see to_draft's ``ts_window``).
     ts: int | None = None

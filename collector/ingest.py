@@ -24,7 +24,7 @@ from footfall.config import Config
 from footfall.events import InvalidEvent, decode, encode
 
 
-class Rejected(Exception):  # noqa: N818 - named for what the client gets
+class Rejected(Exception):
     """The request is refused with ``status`` (403, 429, 503, ...) and a reason code."""
 
     def __init__(self, status: int, reason: str, detail: str = "", retry_after: float | None = None) -> None:
@@ -97,7 +97,9 @@ class Ingestor:
     ) -> Accepted:
         """Enrich and deliver one beacon; raise :class:`Rejected` or :class:`~collector.beacon.BadBeacon`."""
         site = site or self.site(beacon.site_id, facts.origin)
-        draft = to_draft(beacon, now_ms=now_ms, ip=facts.ip, user_agent=facts.user_agent, dnt=facts.dnt, ts_window=ts_window)
+        draft = to_draft(
+            beacon, now_ms=now_ms, ip=facts.ip, user_agent=facts.user_agent, dnt=facts.dnt, ts_window=ts_window
+        )
         try:
             salt = self.salts.salt(salt_day(draft.ts, site.salt_policy, site.timezone))
         except redis.RedisError as exc:

@@ -9,7 +9,7 @@ Install (two settings, plus ``FOOTFALL_SITE_ID``)::
 Optional ``FOOTFALL_COLLECTOR`` (a dict) tunes it: ``TRACK`` ("pageviews": successful
 HTML GET responses, the default; "requests": every request with method, status and
 duration), ``EXCLUDE_PATHS`` (regexes; static files, media, health checks, admin and
-favicon by default), ``SAMPLE_RATE`` (0–1), ``DOMAINS``, ``RESPECT_DNT``, ``DROP_BOTS``,
+favicon by default), ``SAMPLE_RATE`` (0 to 1), ``DOMAINS``, ``RESPECT_DNT``, ``DROP_BOTS``,
 ``SALT_POLICY``, ``TIMEZONE``. Kafka and Redis come from the environment like the rest of
 Footfall (``KAFKA_BOOTSTRAP_SERVERS``, ``REDIS_URL``).
 
@@ -36,7 +36,7 @@ from collector.enrich.pipeline import Draft, Drop, SiteContext, enrich
 from collector.enrich.steps import DEFAULT_STEPS
 from collector.runtime import footfall_config
 from collector.salts import SALT_POLICIES, SaltStore, salt_day
-from collector.sink import BackgroundWorker, get_sink
+from collector.sink import BackgroundWorker, KafkaSink, get_sink
 from footfall.events import new_event_id
 
 DEFAULT_EXCLUDES = (r"^/static/", r"^/media/", r"^/admin/", r"^/favicon\.ico$", r"^/(health|healthz|ready|readyz)/?$")
@@ -69,6 +69,7 @@ class ClickstreamMiddleware:
         )
         self.cfg = footfall_config()
         self.worker = BackgroundWorker()
+        self.sink: KafkaSink | None = None  # the process's shared sink unless set
         self._salts: SaltStore | None = None
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
@@ -107,7 +108,9 @@ class ClickstreamMiddleware:
             method=request.method if requests_mode else None,
             status=response.status_code if requests_mode else None,
             duration_ms=round(duration_ms, 3) if requests_mode else None,
-            ip=client_ip(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"), self.cfg.trusted_proxies),
+            ip=client_ip(
+                request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"), self.cfg.trusted_proxies
+            ),
             user_agent=request.headers.get("User-Agent", "")[:2048],
             dnt=asks_not_to_track(request.headers),
         )
@@ -131,4 +134,4 @@ class ClickstreamMiddleware:
         except Drop as drop:
             self.worker.stats[f"dropped_{drop.reason.value}"] += 1
             return
-        get_sink(self.cfg).send(event)
+        (self.sink or get_sink(self.cfg)).send(event)

@@ -45,7 +45,9 @@ class Site(models.Model):
     )
     name = models.CharField(max_length=200)
     domains = models.JSONField(
-        default=list, validators=[validate_host_list], help_text="The site's host names; referrers from them count as internal."
+        default=list,
+        validators=[validate_host_list],
+        help_text="The site's host names; referrers from them count as internal.",
     )
     allowed_origins = models.JSONField(
         default=list,

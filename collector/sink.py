@@ -169,9 +169,7 @@ class KafkaSink:
                     key = event_key(decode(data))
                 except InvalidEvent:
                     key = None  # the consumers route it to events.invalid with a reason
-                producer.produce(
-                    self.cfg.events_topic, data, key=key, on_delivery=lambda err, _m: results.append(err)
-                )
+                producer.produce(self.cfg.events_topic, data, key=key, on_delivery=lambda err, _m: results.append(err))
                 producer.poll(0)
             producer.flush(timeout)
             ok = sum(1 for err in results if err is None)

@@ -18,7 +18,16 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from collector.beacon import MAX_BODY_BYTES, BadBeacon, Beacon, asks_not_to_track, client_ip, parse_batch, parse_json, parse_query
+from collector.beacon import (
+    MAX_BODY_BYTES,
+    BadBeacon,
+    Beacon,
+    asks_not_to_track,
+    client_ip,
+    parse_batch,
+    parse_json,
+    parse_query,
+)
 from collector.ingest import Accepted, Rejected, RequestFacts
 from collector.models import ApiKey
 from collector.runtime import footfall_config, get_ingestor

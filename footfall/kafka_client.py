@@ -7,7 +7,13 @@ because offsets may only move once the effect of a message is durable.
 
 from __future__ import annotations
 
+import logging
+
 from footfall.config import Config
+
+# librdkafka writes its own log lines to stderr unless given a logger; route them through
+# logging so operators filter and ship them like everything else.
+KAFKA_LOG = logging.getLogger("footfall.kafka")
 
 
 def producer_config(cfg: Config, **overrides: object) -> dict[str, object]:
@@ -21,6 +27,7 @@ def producer_config(cfg: Config, **overrides: object) -> dict[str, object]:
         "linger.ms": 5,
         # Give up on a message after 30 s so callers learn of an outage and can spool.
         "message.timeout.ms": 30_000,
+        "logger": KAFKA_LOG,
         **overrides,
     }
 
@@ -34,5 +41,6 @@ def consumer_config(cfg: Config, group_id: str, **overrides: object) -> dict[str
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
         "partition.assignment.strategy": "cooperative-sticky",
+        "logger": KAFKA_LOG,
         **overrides,
     }

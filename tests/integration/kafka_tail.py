@@ -25,7 +25,9 @@ class TopicTail:
         ]
         self.consumer.assign(self.start)
 
-    def read(self, want: Callable[[Message], bool], count: int, timeout: float = 30.0, settle: float = 0.0) -> list[Message]:
+    def read(
+        self, want: Callable[[Message], bool], count: int, timeout: float = 30.0, settle: float = 0.0
+    ) -> list[Message]:
         """Messages matching ``want`` until ``count`` arrived (then ``settle`` seconds more, to
         catch duplicates) or ``timeout`` passed."""
         got: list[Message] = []

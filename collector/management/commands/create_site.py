@@ -36,4 +36,6 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
         site.save()
-        self.stdout.write(f"site {site.site_id}: domains={site.domains} origins={sorted(site.origins())} tz={site.timezone}")
+        self.stdout.write(
+            f"site {site.site_id}: domains={site.domains} origins={sorted(site.origins())} tz={site.timezone}"
+        )

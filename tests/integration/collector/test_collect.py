@@ -19,18 +19,18 @@ CHROME = (
 IP = "81.2.69.160"  # a GB address in the bundled GeoIP database
 
 
-def beacon(client: Client, body: object, ip: str = IP, **headers: str):  # noqa: ANN201
+def beacon(client: Client, body: object, ip: str = IP, **headers: str):
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return client.post(
-        "/collect", data, content_type="text/plain", REMOTE_ADDR=ip, HTTP_USER_AGENT=CHROME, **headers
-    )
+    return client.post("/collect", data, content_type="text/plain", REMOTE_ADDR=ip, HTTP_USER_AGENT=CHROME, **headers)
 
 
-def of_site(site: Site):  # noqa: ANN201
+def of_site(site: Site):
     return lambda msg: decode(msg.value()).site_id == site.site_id
 
 
-def test_beacon_is_enriched_and_reaches_kafka_without_the_ip(client: Client, site: Site, events_tail: TopicTail) -> None:
+def test_beacon_is_enriched_and_reaches_kafka_without_the_ip(
+    client: Client, site: Site, events_tail: TopicTail
+) -> None:
     """A sendBeacon-style text/plain POST gets 202 and an enriched, IP-free event on the log."""
     resp = beacon(
         client,

@@ -22,7 +22,10 @@ def test_issued_key_authenticates_and_only_its_hash_is_stored(site: Site) -> Non
     assert ApiKey.authenticate(key) == row
 
 
-@pytest.mark.parametrize("mangle", [lambda k: k[:-1] + ("A" if k[-1] != "A" else "B"), lambda k: "", lambda k: "ff_x", lambda k: k + "x" * 300])
+@pytest.mark.parametrize(
+    "mangle",
+    [lambda k: k[:-1] + ("A" if k[-1] != "A" else "B"), lambda k: "", lambda k: "ff_x", lambda k: k + "x" * 300],
+)
 def test_wrong_keys_are_refused(site: Site, mangle) -> None:
     _, key = ApiKey.issue(site, "ci", ["read"])
     assert ApiKey.authenticate(mangle(key)) is None

@@ -54,7 +54,9 @@ def test_batch_items_fail_alone() -> None:
     assert [type(i).__name__ for i in items] == ["Beacon", "BadBeacon", "Beacon"]
 
 
-@pytest.mark.parametrize(("body", "reason"), [(b"[]", "empty_batch"), (b"{}", "invalid_field"), (b"[", "malformed_json")])
+@pytest.mark.parametrize(
+    ("body", "reason"), [(b"[]", "empty_batch"), (b"{}", "invalid_field"), (b"[", "malformed_json")]
+)
 def test_bad_batches(body: bytes, reason: str) -> None:
     with pytest.raises(BadBeacon) as err:
         parse_batch(body, limit=10)
@@ -89,7 +91,9 @@ def test_privacy_signals() -> None:
 
 
 def test_draft_uses_server_time_and_keeps_client_event_id() -> None:
-    beacon = parse_json(b'{"site_id": "demo", "url": "https://e.com/", "event_id": "0190F2A4-6B7E-7C3D-8A1B-2C3D4E5F6A7B"}')
+    beacon = parse_json(
+        b'{"site_id": "demo", "url": "https://e.com/", "event_id": "0190F2A4-6B7E-7C3D-8A1B-2C3D4E5F6A7B"}'
+    )
     draft = to_draft(beacon, now_ms=NOW, ip="203.0.113.9", user_agent="UA", dnt=False)
     assert draft.ts == NOW
     assert draft.event_id == "0190f2a4-6b7e-7c3d-8a1b-2c3d4e5f6a7b"

@@ -1,0 +1,110 @@
+"""ClickstreamMiddleware in a host app: correct events on real Kafka, and never in the way."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.test import RequestFactory
+
+from collector.middleware import ClickstreamMiddleware
+from collector.models import Site
+from collector.sink import KafkaSink
+from collector.spool import Spool
+from footfall.config import Config
+from footfall.events import decode
+from tests.integration.kafka_tail import TopicTail
+
+CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+IP = "81.2.69.160"
+PAGE = HttpResponse("<html><title>Hi</title></html>", content_type="text/html; charset=utf-8")
+
+
+def host_view(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({"ok": True})
+    return PAGE
+
+
+def middleware(settings, site: Site, **options: object) -> ClickstreamMiddleware:
+    settings.ALLOWED_HOSTS = ["example.com"]
+    settings.FOOTFALL_SITE_ID = site.site_id
+    settings.FOOTFALL_COLLECTOR = {"DOMAINS": ["example.com"], **options}
+    return ClickstreamMiddleware(host_view)
+
+
+def get(path: str, **extra: str) -> HttpRequest:
+    return RequestFactory().get(path, HTTP_HOST="example.com", HTTP_USER_AGENT=CHROME, REMOTE_ADDR=IP, **extra)
+
+
+def of_site(site: Site):
+    return lambda msg: decode(msg.value()).site_id == site.site_id
+
+
+def test_pageviews_arrive_and_the_response_is_untouched(settings, site: Site, events_tail: TopicTail) -> None:
+    mw = middleware(settings, site)
+    response = mw(get("/blog/post?utm_source=hn&id=7", HTTP_REFERER="https://news.ycombinator.com/item?id=1"))
+    assert response is PAGE
+    [msg] = events_tail.read(of_site(site), 1)
+    event = decode(msg.value())
+    assert (event.type, event.host, event.path) == ("pageview", "example.com", "/blog/post")
+    assert event.url == "http://example.com/blog/post?id=7"
+    assert (event.ref_domain, event.ref_type, event.utm.source) == ("news.ycombinator.com", "social", "hn")
+    assert IP.encode() not in msg.value()
+
+
+def test_only_pages_are_tracked_by_default(settings, site: Site, events_tail: TopicTail) -> None:
+    """Static files, admin, health checks, non-HTML responses and POSTs make no page view."""
+    mw = middleware(settings, site)
+    for request in (
+        get("/static/app.css"), get("/admin/"), get("/healthz"), get("/api/data"),
+        RequestFactory().post("/form", HTTP_HOST="example.com"),
+    ):  # fmt: skip
+        mw(request)
+    mw(get("/marker"))
+    paths = [decode(m.value()).path for m in events_tail.read(of_site(site), 1, settle=1.0)]
+    assert paths == ["/marker"]
+
+
+def test_request_mode_records_method_status_and_duration(settings, site: Site, events_tail: TopicTail) -> None:
+    mw = middleware(settings, site, TRACK="requests", EXCLUDE_PATHS=[])
+    mw(get("/api/data"))
+    [msg] = events_tail.read(of_site(site), 1)
+    event = decode(msg.value())
+    assert (event.type, event.method, event.status, event.path) == ("request", "GET", 200, "/api/data")
+    assert event.duration_ms is not None
+
+
+def test_kafka_down_changes_nothing_for_the_host_and_spools(settings, site: Site, cfg: Config, tmp_path: Path) -> None:
+    """With no broker reachable the host still gets its own response; the event is spooled."""
+    mw = middleware(settings, site)
+    dead = dataclasses.replace(cfg, kafka_bootstrap_servers="127.0.0.1:1")
+    mw.sink = KafkaSink(dead, Spool(tmp_path, 1 << 20), **{"message.timeout.ms": 1500})
+    for _ in range(3):
+        assert mw(get("/down")) is PAGE
+    deadline = time.monotonic() + 30
+    while mw.sink.spool.pending() < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert mw.sink.spool.pending() == 3
+    mw.sink.close()
+
+
+def test_tracking_failures_are_counted_not_raised(settings, site: Site, cfg: Config) -> None:
+    """A broken dependency (here Redis for the salt) never reaches the host."""
+    mw = middleware(settings, site)
+    mw.cfg = dataclasses.replace(cfg, redis_url="redis://127.0.0.1:1/0")
+    assert mw(get("/x")) is PAGE
+    mw.worker.drain(10)
+    assert mw.worker.stats["failed"] == 1
+
+
+def test_missing_site_id_is_a_configuration_error(settings) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.FOOTFALL_SITE_ID = ""
+    settings.FOOTFALL_COLLECTOR = {}
+    with pytest.raises(ImproperlyConfigured, match="FOOTFALL_SITE_ID"):
+        ClickstreamMiddleware(host_view)
