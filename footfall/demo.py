@@ -4,6 +4,9 @@
 news-like site: a Zipf-like page popularity, a mix of search/social/email/direct/other
 referrers, desktop/mobile/tablet visitors from a fixed pool, and campaign tags on part of
 the social and email traffic. The same seed gives the same stream.
+
+:meth:`DemoTraffic.beacon` gives what a server would send the collector (raw referrer,
+address and User-Agent); :meth:`DemoTraffic.event` gives an already-enriched event.
 """
 
 from __future__ import annotations
@@ -34,15 +37,26 @@ REFERRERS = [  # (referrer URL, domain, type, weight)
     ("https://mail.google.com/", "mail.google.com", "email", 4),
     ("https://example-blog.dev/links", "example-blog.dev", "other", 6),
 ]
-AGENTS = [  # (browser, os, device, weight)
-    ("Chrome", "Windows", "desktop", 35),
-    ("Safari", "iOS", "mobile", 25),
-    ("Chrome", "Android", "mobile", 20),
-    ("Firefox", "Linux", "desktop", 8),
-    ("Safari", "Mac OS X", "desktop", 10),
-    ("Safari", "iOS", "tablet", 2),
-]
-COUNTRIES = [("US", 35), ("DE", 15), ("GB", 12), ("FR", 8), ("IN", 10), ("BR", 6), ("JP", 5), ("NL", 9)]
+AGENTS = [  # (browser, os, device, the User-Agent header such a browser sends)
+    ("Chrome", "Windows", "desktop",
+     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"),
+    ("Mobile Safari", "iOS", "mobile",
+     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+     "Version/17.1 Mobile/15E148 Safari/604.1"),
+    ("Chrome Mobile", "Android", "mobile",
+     "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+     "Chrome/131.0.0.0 Mobile Safari/537.36"),
+    ("Firefox", "Linux", "desktop", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"),
+    ("Safari", "Mac OS X", "desktop",
+     "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+     "Version/17.1 Safari/605.1.15"),
+    ("Mobile Safari", "iOS", "tablet",
+     "Mozilla/5.0 (iPad; CPU OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+     "Version/17.1 Mobile/15E148 Safari/604.1"),
+]  # fmt: skip
+# Address prefixes the bundled GeoIP database places in each country (synthetic visitors only).
+COUNTRIES = [("US", "100.0"), ("DE", "91.64"), ("GB", "80.0"), ("FR", "62.4"), ("IN", "49.36"),
+             ("BR", "177.0"), ("JP", "126.0"), ("NL", "145.0")]  # fmt: skip
 
 
 @dataclass
@@ -58,13 +72,34 @@ class DemoTraffic:
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)  # noqa: S311 - synthetic traffic, not security
 
-    def event(self, ts_ms: int, received_at_ms: int | None = None) -> Event:
-        """One page view at event time ``ts_ms`` (ms, UTC)."""
+    def _visit(self) -> tuple[int, str, str, tuple[str | None, str | None, str, int]]:
         rng = self._rng
         visitor = rng.randrange(self.visitors)
         path, title = PAGES[min(int(rng.paretovariate(1.2)) - 1, len(PAGES) - 1)]
-        referrer, ref_domain, ref_type, _ = rng.choices(REFERRERS, weights=[r[3] for r in REFERRERS])[0]
-        # A visitor keeps one device and country, as a real person would.
+        referrer = rng.choices(REFERRERS, weights=[r[3] for r in REFERRERS])[0]
+        return visitor, path, title, referrer
+
+    def beacon(self, ts_ms: int) -> dict[str, object]:
+        """One page view as a server-side beacon (the batch API's item): raw referrer, the
+        visitor's address and User-Agent header, for the collector to enrich."""
+        visitor, path, title, (referrer, _, _, _) = self._visit()
+        # A visitor keeps one device and one address, as a real person would.
+        prefix = COUNTRIES[visitor % len(COUNTRIES)][1]
+        return {
+            "site_id": self.site_id,
+            "url": f"https://{self.host}{path}",
+            "title": title,
+            "referrer": referrer,
+            "ts": ts_ms,
+            "ip": f"{prefix}.{visitor // 250 % 4}.{visitor % 250 + 1}",
+            "user_agent": AGENTS[visitor % len(AGENTS)][3],
+        }
+
+    def event(self, ts_ms: int, received_at_ms: int | None = None) -> Event:
+        """One already-enriched page view at event time ``ts_ms`` (ms, UTC), for tests of the
+        consumers that need events without running the collector."""
+        rng = self._rng
+        visitor, path, title, (referrer, ref_domain, ref_type, _) = self._visit()
         browser, os_name, device, _ = AGENTS[visitor % len(AGENTS)]
         country = COUNTRIES[visitor % len(COUNTRIES)][0]
         utm = None

@@ -25,7 +25,7 @@ class DropReason(StrEnum):
     EXCLUDED = "excluded"  # an excluded path or host
 
 
-class Drop(Exception):  # noqa: N818 - a control-flow signal, not an error
+class Drop(Exception):  # a control-flow signal, not an error
     """Raised by a step to drop the event; carries the reason."""
 
     def __init__(self, reason: DropReason) -> None:

@@ -23,7 +23,21 @@ def spec(cfg: StackConfig, name: str) -> ProcessSpec:
     env = {**os.environ, **cfg.app_environment(), "PYTHONUNBUFFERED": "1"}
     manage = [sys.executable, "manage.py"]
     argv = {
-        "web": [*manage, "runserver", f"127.0.0.1:{cfg.web_port}", "--noreload"],
+        # Forking workers: each creates its own Kafka producer after the fork.
+        "web": [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "footfall.wsgi",
+            "--bind",
+            f"127.0.0.1:{cfg.web_port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--access-logfile",
+            "-",
+        ],
         "demo-traffic": [*manage, "demo_traffic", "--rate", os.environ.get("FOOTFALL_DEMO_RATE", "20")],
     }[name]
     return cfg.spec(name, argv, env=env)

@@ -11,6 +11,14 @@ py="$venv/bin/python"
 "$py" -m deploy.local.stack start redis mongo kafka spark
 eval "$("$py" -m deploy.local.stack env)"
 "$py" manage.py migrate --noinput >/dev/null
+# The demo site and its ingest key (kept, readable by this user only, in the state dir).
+"$py" manage.py create_site demo --name "Demo site" --domain demo.footfall.local >/dev/null
+key_file="$FOOTFALL_DATA_DIR/demo-api-key"
+if [ ! -s "$key_file" ]; then
+  (umask 077; "$py" manage.py create_api_key demo --name demo-traffic --scope ingest --scope read > "$key_file")
+fi
+FOOTFALL_DEMO_KEY=$(cat "$key_file")
+export FOOTFALL_DEMO_KEY
 "$py" -m deploy.local.stack start-apps
 
 cat <<MSG
@@ -20,7 +28,10 @@ Footfall is running (state in ${FOOTFALL_STATE_DIR:-$HOME/.local/state/footfall}
   Kafka          ${KAFKA_BOOTSTRAP_SERVERS}  (topics: events, events.invalid)
   Redis          ${REDIS_URL}
   Mongo-wire     ${MONGO_URL}  (FerretDB; production uses MongoDB)
-  Demo traffic   flowing into Kafka; see: $py -m deploy.local.stack status
+  Collector      POST http://127.0.0.1:${FOOTFALL_WEB_PORT}/collect, GET /p.gif, tracker /footfall.js
+  Demo traffic   page views for site "demo" through the collector's batch API into Kafka
+                 (API key with ingest+read scopes in $key_file)
+  Sizes, health  $py -m deploy.local.stack status
 Stop everything: deploy/local/down.sh
 MSG
 "$py" -m deploy.local.stack status

@@ -1,45 +1,47 @@
-"""``manage.py demo_traffic``: produce realistic synthetic page views to the events topic.
+"""``manage.py demo_traffic``: realistic synthetic page views sent through the collector.
 
-Runs until interrupted (or ``--count`` events), at ``--rate`` events per second, and
-flushes the producer on exit so no acknowledged-to-us event is left in memory.
+Posts batches to the server-side ingestion API (``/api/v1/sites/<site>/events``) of a
+running Footfall web server, once a second, so demo traffic takes the same path as real
+traffic: authentication, enrichment (user agent, referrer, country, cookieless visitor
+id), the Kafka sink. Runs until interrupted or ``--count`` events were accepted.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import time
+import urllib.error
+import urllib.request
 from types import FrameType
 
-from confluent_kafka import KafkaError, Message, Producer
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from footfall.demo import DemoTraffic
-from footfall.events import encode
-from footfall.kafka_client import producer_config
 
 
 class Command(BaseCommand):
-    help = "Produce synthetic page views to Kafka (demo traffic)."
+    help = "Send synthetic page views to a running Footfall collector (demo traffic)."
 
     def add_arguments(self, parser: CommandParser) -> None:
+        port = os.environ.get("FOOTFALL_WEB_PORT", "8000")
+        parser.add_argument("--url", default=f"http://127.0.0.1:{port}", help="the collector's base URL")
+        parser.add_argument("--key", default=os.environ.get("FOOTFALL_DEMO_KEY", ""), help="API key with ingest scope")
         parser.add_argument("--rate", type=float, default=20.0, help="events per second (default 20)")
         parser.add_argument("--count", type=int, default=0, help="stop after this many events (0: run forever)")
-        parser.add_argument("--site", default="demo", help="site id (default demo)")
+        parser.add_argument("--site", default="demo")
         parser.add_argument("--seed", type=int, default=0)
 
-    def handle(self, *args: object, rate: float, count: int, site: str, seed: int, **options: object) -> None:
+    def handle(self, *args: object, **opts: object) -> None:
+        rate, count, key = float(opts["rate"]), int(opts["count"]), str(opts["key"])
         if rate <= 0:
-            self.stderr.write("--rate must be positive")
-            raise SystemExit(2)
-        cfg = settings.FOOTFALL
-        producer = Producer(producer_config(cfg))
-        traffic = DemoTraffic(site_id=site, seed=seed)
-        stats = {"sent": 0, "delivered": 0, "failed": 0}
+            raise CommandError("--rate must be positive")
+        if not key:
+            raise CommandError("an API key with the ingest scope is needed (--key or FOOTFALL_DEMO_KEY)")
+        endpoint = f"{str(opts['url']).rstrip('/')}/api/v1/sites/{opts['site']}/events"
+        traffic = DemoTraffic(site_id=str(opts["site"]), host=f"{opts['site']}.footfall.local", seed=int(opts["seed"]))
         stopping = False
-
-        def on_delivery(err: KafkaError | None, _msg: Message) -> None:
-            stats["failed" if err else "delivered"] += 1
 
         def on_signal(_signum: int, _frame: FrameType | None) -> None:
             nonlocal stopping
@@ -47,21 +49,39 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        interval, next_at, last_report = 1.0 / rate, time.monotonic(), time.monotonic()
-        while not stopping and (count == 0 or stats["sent"] < count):
+        sent = accepted = failures = 0
+        carry = 0.0
+        next_at = time.monotonic()
+        while not stopping and (count == 0 or accepted < count):
+            carry += rate
+            n = int(carry) if count == 0 else min(int(carry), count - accepted)
+            carry -= int(carry)
             now_ms = int(time.time() * 1000)
-            event = traffic.event(now_ms)
-            try:
-                producer.produce(cfg.events_topic, encode(event), key=event.visitor_id, on_delivery=on_delivery)
-            except BufferError:
-                producer.poll(1.0)  # the local queue is full: let deliveries drain, then go on
-                continue
-            stats["sent"] += 1
-            producer.poll(0)
-            next_at += interval
+            # Spread the second's events over the last second of event time.
+            batch = [traffic.beacon(now_ms - int(1000 * i / max(n, 1))) for i in range(n)]
+            if batch:
+                ok = self._post(endpoint, key, batch)
+                sent += len(batch)
+                accepted += ok
+                failures += ok < len(batch)
+            if sent and sent % max(int(rate * 10), 1) < n:
+                self.stdout.write(f"demo traffic: sent={sent} accepted={accepted} failed_batches={failures}")
+            next_at += 1.0
             time.sleep(max(0.0, next_at - time.monotonic()))
-            if time.monotonic() - last_report >= 10:
-                last_report = time.monotonic()
-                self.stdout.write(f"demo traffic: {stats}")
-        remaining = producer.flush(30)
-        self.stdout.write(f"demo traffic stopped: {stats}, {remaining} undelivered")
+        self.stdout.write(f"demo traffic stopped: sent={sent} accepted={accepted}")
+
+    def _post(self, endpoint: str, key: str, batch: list[dict[str, object]]) -> int:
+        if not endpoint.startswith(("http://", "https://")):
+            raise CommandError(f"--url must be an http(s) URL, got {endpoint!r}")
+        request = urllib.request.Request(  # noqa: S310 - scheme checked above
+            endpoint,
+            data=json.dumps(batch).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - --url is the operator's own collector
+                return int(json.load(resp)["accepted"])
+        except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
+            self.stderr.write(f"demo traffic: batch failed ({exc}); retrying next second")
+            return 0

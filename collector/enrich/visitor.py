@@ -1,0 +1,77 @@
+"""Privacy steps: Do-Not-Track (:func:`respect_dnt`) and the cookieless visitor id (:func:`assign_visitor_id`).
+
+Contracts:
+
+* :func:`respect_dnt` drops the event (:attr:`~collector.enrich.pipeline.DropReason.DO_NOT_TRACK`)
+  when the request carried DNT and the site honours it. It runs first, so nothing is
+  derived from a visitor who asked not to be tracked.
+* :func:`assign_visitor_id` sets ``draft.visitor_id`` to 32 lower-case hex characters: a
+  keyed BLAKE2b (16-byte digest) of the site id, the IP and the User-Agent, keyed with
+  ``ctx.salt``. With a salt that rotates daily and is then forgotten, the id counts unique
+  visitors within a day and cannot be reversed to an IP or linked across days or sites.
+  Each input is length-prefixed so no two different inputs hash the same bytes
+  (``("ab", "c")`` vs ``("a", "bc")``). The IP is hashed in its canonical form, so the
+  spellings of one address (``::ffff:1.2.3.4`` and ``1.2.3.4``, upper/lower-case IPv6)
+  give one visitor.
+  Then it erases ``draft.ip`` (``None``) and ``draft.user_agent`` (``""``): the IP is used in
+  memory only (invariant 5), so this step runs **last** among the steps that read them.
+  A missing or over-long salt is a programming error and raises :class:`ValueError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from typing import Final
+
+from collector.enrich.pipeline import Draft, Drop, DropReason, SiteContext
+
+VISITOR_ID_BYTES: Final = 16  # 32 hex characters
+MAX_SALT_BYTES: Final = hashlib.blake2b.MAX_KEY_SIZE  # 64: BLAKE2b's key limit
+
+
+def respect_dnt(draft: Draft, ctx: SiteContext) -> Draft:
+    """Drop the event if the visitor sent DNT and the site respects it."""
+    if draft.dnt and ctx.respect_dnt:
+        raise Drop(DropReason.DO_NOT_TRACK)
+    return draft
+
+
+def visitor_id(salt: bytes, site_id: str, ip: str | None, user_agent: str) -> str:
+    """The keyed hash of (site, IP, User-Agent) as 32 hex characters."""
+    if not salt:
+        raise ValueError("visitor id: ctx.salt is empty; the collector must set today's secret salt")
+    if len(salt) > MAX_SALT_BYTES:
+        raise ValueError(f"visitor id: ctx.salt is {len(salt)} bytes, BLAKE2b keys are at most {MAX_SALT_BYTES}")
+    digest = hashlib.blake2b(key=salt, digest_size=VISITOR_ID_BYTES)
+    for part in (site_id, _canonical_ip(ip), user_agent):
+        # surrogatepass: a lone surrogate must hash (distinctly), not crash the request.
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(4, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def assign_visitor_id(draft: Draft, ctx: SiteContext) -> Draft:
+    """Set ``draft.visitor_id``, then erase the IP and the raw User-Agent from the draft."""
+    draft.visitor_id = visitor_id(ctx.salt, draft.site_id, draft.ip, draft.user_agent)
+    draft.ip = None
+    draft.user_agent = ""
+    return draft
+
+
+def _canonical_ip(ip: str | None) -> str:
+    """One spelling per address; text that is no IP is hashed as given (stripped).
+
+    Not memoized: a cache keyed by IP would hold raw IPs in memory beyond their request.
+    """
+    if not ip:
+        return ""
+    text = ip.strip()
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return text
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(address)
