@@ -145,6 +145,6 @@
     d.addEventListener("visibilitychange", activate);
 
     if (auto) pageview();
-    if (false) for (var i = 0; i < queued.length; i++) w.footfall.apply(null, queued[i]);
+    if (queued) for (var i = 0; i < queued.length; i++) w.footfall.apply(null, queued[i]);
   } catch (e) { /* tracking must never break the page */ }
 })(window, document);
