@@ -76,6 +76,7 @@ class Config:
     client_rate: float
     client_burst: int
     ingest_max_age_ms: int
+    realtime_retention_s: int
 
     @property
     def archive_is_local(self) -> bool:
@@ -124,6 +125,7 @@ def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
         # Server-side batches may carry their own event times, at most this far in the past
         # (older days are backfilled with the import command and a re-rollup).
         ingest_max_age_ms=_int(env, "FOOTFALL_INGEST_MAX_AGE_HOURS", 7 * 24, low=1, high=24 * 366) * 3_600_000,
+        realtime_retention_s=_int(env, "FOOTFALL_REALTIME_RETENTION_HOURS", 48, low=1, high=24 * 31) * 3600,
     )
 
 

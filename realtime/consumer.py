@@ -1,0 +1,184 @@
+"""The realtime worker: a Kafka consumer group that keeps the minutely Redis counters.
+
+Built from Sentry's arroyo strategies rather than a hand-written poll loop, one small step
+each::
+
+    decode/validate ──▶ Reduce (batch by size and time) ──▶ write (aggregate + one atomic
+    Redis step, see realtime.store) ──▶ CommitOffsets
+
+Invalid messages raise arroyo's ``InvalidMessage`` in the first step and go to the
+invalid-events topic with a ``reason`` header; they never reach the counters. Events from
+the future beyond a small clock skew are invalid too. Offsets are committed only after the
+batch's Redis write returned, so a crash at any point redelivers, and the store's dedup
+marks make the redelivery count nothing twice. Several worker processes share the topic's
+partitions; arroyo handles rebalancing (round-robin assignment).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from arroyo.backends.kafka import KafkaConsumer, KafkaPayload, KafkaProducer, build_kafka_consumer_configuration
+from arroyo.commit import ONCE_PER_SECOND
+from arroyo.dlq import DlqLimit, DlqPolicy, InvalidMessage, KafkaDlqProducer
+from arroyo.processing import StreamProcessor
+from arroyo.processing.strategies import CommitOffsets, ProcessingStrategy, ProcessingStrategyFactory, Reduce, RunTask
+from arroyo.types import BaseValue, BrokerValue, Commit, Message, Partition, Topic
+
+from footfall.config import Config
+from footfall.events import Event, InvalidEvent, decode
+from footfall.kafka_client import consumer_config, producer_config
+from realtime.store import CounterStore
+
+log = logging.getLogger(__name__)
+
+MAX_FUTURE_SKEW_MS = 5 * 60 * 1000
+
+
+@dataclass
+class Accumulated:
+    """A batch on its way to Redis: the events and the next offset of each partition."""
+
+    events: list[Event] = field(default_factory=list)
+    offsets: dict[str, int] = field(default_factory=dict)
+
+
+def decode_message(message: Message[KafkaPayload], now_ms: Callable[[], int]) -> Event:
+    """First step: bytes → validated event, or ``InvalidMessage`` (→ invalid-events topic)."""
+    value = message.value
+    assert isinstance(value, BrokerValue)
+    try:
+        event = decode(value.payload.value)
+    except InvalidEvent as exc:
+        raise InvalidMessage(value.partition, value.offset, reason=exc.reason, log_exception=False) from exc
+    if event.ts > now_ms() + MAX_FUTURE_SKEW_MS:
+        raise InvalidMessage(value.partition, value.offset, reason="future_event", log_exception=False)
+    return event
+
+
+def accumulate(acc: Accumulated, value: BaseValue[Event]) -> Accumulated:
+    """Reduce step: collect events; remember the next offset per partition."""
+    acc.events.append(value.payload)
+    for partition, offset in value.committable.items():
+        acc.offsets[f"{partition.topic.name}:{partition.index}"] = offset
+    return acc
+
+
+class ReasonDlqProducer(KafkaDlqProducer):
+    """arroyo's Kafka DLQ producer, plus the invalid-event reason as a ``reason`` header,
+    counted in the store's stats (``invalid`` and ``invalid:<reason>``)."""
+
+    def __init__(self, producer: KafkaProducer, topic: Topic, store: CounterStore) -> None:
+        super().__init__(producer, topic)
+        object.__setattr__(self, "_store", store)  # the parent is a frozen dataclass
+
+    def produce(self, value: BrokerValue[KafkaPayload], reason: str | None = None) -> Any:
+        reason = reason or "invalid"
+        value.payload.headers.append(("reason", reason.encode()))
+        value.payload.headers.append(("source", b"realtime"))
+        stats = self._store.layout.stats
+        self._store.client.pipeline().hincrby(stats, "invalid", 1).hincrby(stats, f"invalid:{reason}", 1).execute()
+        return super().produce(value, reason)
+
+
+class RealtimeStrategyFactory(ProcessingStrategyFactory[KafkaPayload]):
+    """Builds the step chain for the partitions assigned to this worker."""
+
+    def __init__(
+        self,
+        store: CounterStore,
+        group: str,
+        max_batch_size: int = 5000,
+        max_batch_time: float = 0.5,
+        on_batch: Callable[[int, int], None] | None = None,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.store = store
+        self.group = group
+        self.max_batch_size = max_batch_size
+        self.max_batch_time = max_batch_time
+        self.on_batch = on_batch
+        self.now_ms = now_ms
+
+    def _write(self, message: Message[Accumulated]) -> Accumulated:
+        acc = message.payload
+        result = self.store.apply(acc.events, self.now_ms(), acc.offsets, self.group)
+        if self.on_batch is not None:
+            self.on_batch(len(acc.events), result.duplicates)
+        return acc
+
+    def create_with_partitions(
+        self, commit: Commit, partitions: Mapping[Partition, int]
+    ) -> ProcessingStrategy[KafkaPayload]:
+        write = RunTask(self._write, CommitOffsets(commit))
+        batch = Reduce(self.max_batch_size, self.max_batch_time, accumulate, Accumulated, write)
+        return RunTask(lambda m: decode_message(m, self.now_ms), batch)
+
+
+class Heartbeat:
+    """Records this worker's throughput in Redis (``ff:rt:workers``) for ops and the dashboard."""
+
+    def __init__(self, store: CounterStore, worker_id: str) -> None:
+        self.store = store
+        self.worker_id = worker_id
+        self.events = self.duplicates = 0
+        self._window_start = time.monotonic()
+        self._window_events = 0
+
+    def __call__(self, events: int, duplicates: int) -> None:
+        self.events += events
+        self.duplicates += duplicates
+        self._window_events += events
+        elapsed = time.monotonic() - self._window_start
+        if elapsed < 5:
+            return
+        beat = {
+            "at": int(time.time() * 1000),
+            "events": self.events,
+            "duplicates": self.duplicates,
+            "events_per_s": round(self._window_events / elapsed, 1),
+        }
+        self.store.client.hset(self.store.layout.workers, self.worker_id, json.dumps(beat))
+        self._window_start, self._window_events = time.monotonic(), 0
+
+
+def build_processor(
+    cfg: Config,
+    store: CounterStore,
+    group: str,
+    topic: str | None = None,
+    max_batch_size: int = 5000,
+    max_batch_time: float = 0.5,
+    session_timeout_ms: int = 45_000,
+) -> StreamProcessor[KafkaPayload]:
+    """A ready-to-run arroyo processor for the realtime consumer group.
+
+    ``session_timeout_ms`` bounds how long the partitions of a worker that died without
+    leaving the group (kill -9, a lost host) wait before another worker takes them."""
+    # arroyo manages assignments itself with the classic eager protocol: round-robin, not
+    # librdkafka's cooperative-sticky (which needs incremental assignment).
+    base = consumer_config(
+        cfg, group, **{"partition.assignment.strategy": "roundrobin", "session.timeout.ms": session_timeout_ms}
+    )
+    consumer = KafkaConsumer(
+        build_kafka_consumer_configuration(
+            {k: v for k, v in base.items() if k not in {"group.id", "enable.auto.commit", "enable.auto.offset.store"}},
+            group_id=group,
+            auto_offset_reset="earliest",
+        )
+    )
+    dlq = DlqPolicy(
+        ReasonDlqProducer(KafkaProducer(producer_config(cfg)), Topic(cfg.invalid_topic), store),
+        DlqLimit(),
+        max_buffered_messages_per_partition=None,
+    )
+    worker_id = f"{socket.gethostname()}:{os.getpid()}"
+    factory = RealtimeStrategyFactory(store, group, max_batch_size, max_batch_time, Heartbeat(store, worker_id))
+    return StreamProcessor(consumer, Topic(topic or cfg.events_topic), factory, ONCE_PER_SECOND, dlq_policy=dlq)

@@ -1,0 +1,95 @@
+"""Redis key layout of the realtime counters (the speed layer). Pure: names and times only.
+
+Buckets are event-time minutes, ``m = ts_ms // 60000`` (minutes since the epoch, UTC).
+Every key of a bucket expires ``retention`` after the bucket ends (default 48 h,
+``FOOTFALL_REALTIME_RETENTION_HOURS``); older events are left to the batch layer.
+
+=======================================  ==========  =================================================
+key                                      type        content
+=======================================  ==========  =================================================
+``ff:rt:{site}:{m}:c``                   hash        ``events``, ``pageviews``, ``bot_events``,
+                                                     ``event:<type>`` counts
+``ff:rt:{site}:{m}:uv``                  HyperLog    visitor ids of non-bot events (mergeable to
+                                                     hours and days with PFCOUNT over many keys)
+``ff:rt:{site}:{m}:top:{dim}``           zset        page views per value of ``dim`` (top-N by
+                                                     ZREVRANGE; ranges by ZUNION)
+``ff:rt:{site}:{m}:uv:{dim}:{value}``    HyperLog    visitors per value of ``dim``
+``ff:rt:{site}:active``                  zset        visitor id -> last event time (ms); concurrent
+                                                     visitors = members seen in the last 5 minutes
+``ff:rt:seen:{site}:{event_id}``         string      dedup mark: the event is counted (TTL =
+                                                     retention; written atomically with its counts)
+``ff:rt:offsets:{group}``                hash        ``{topic}:{partition}`` -> next offset, written
+                                                     with the counts it covers
+``ff:rt:stats``                          hash        running totals: events, duplicates, invalid, late
+``ff:rt:workers``                        hash        worker id -> JSON heartbeat (rate, lag, time)
+=======================================  ==========  =================================================
+
+Dimensions (:data:`DIMENSIONS`): ``page`` (path), ``ref`` (referrer domain, ``(direct)``
+when none), ``refurl`` (full referrer), ``refpage`` (``ref`` + U+001F + path: which
+referrers drive traffic to which pages), ``ref_type``, ``utm_source``, ``utm_medium``,
+``utm_campaign``, ``browser``, ``os``, ``device``, ``country``.
+
+Values inside keys come from validated events only (never from query input): the query
+layer checks dimension names against :data:`DIMENSIONS` and never builds key patterns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DIMENSIONS = (
+    "page",
+    "ref",
+    "refurl",
+    "refpage",
+    "ref_type",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "browser",
+    "os",
+    "device",
+    "country",
+)
+REFPAGE_SEPARATOR = "\x1f"
+ACTIVE_WINDOW_MS = 5 * 60 * 1000
+PREFIX = "ff:rt"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLayout:
+    """Key names and expiry times for a given retention (seconds)."""
+
+    retention_s: int = 48 * 3600
+
+    def counters(self, site: str, minute: int) -> str:
+        return f"{PREFIX}:{site}:{minute}:c"
+
+    def visitors(self, site: str, minute: int) -> str:
+        return f"{PREFIX}:{site}:{minute}:uv"
+
+    def top(self, site: str, minute: int, dim: str) -> str:
+        return f"{PREFIX}:{site}:{minute}:top:{dim}"
+
+    def dim_visitors(self, site: str, minute: int, dim: str, value: str) -> str:
+        return f"{PREFIX}:{site}:{minute}:uv:{dim}:{value}"
+
+    def active(self, site: str) -> str:
+        return f"{PREFIX}:{site}:active"
+
+    def dedup(self, site: str, event_id: str) -> str:
+        return f"{PREFIX}:seen:{site}:{event_id}"
+
+    def offsets(self, group: str) -> str:
+        return f"{PREFIX}:offsets:{group}"
+
+    def minute_pattern(self, site: str, minute: int) -> str:
+        """SCAN pattern of every key of one bucket (used by the rebuild's reset)."""
+        return f"{PREFIX}:{site}:{minute}:*"
+
+    stats = f"{PREFIX}:stats"
+    workers = f"{PREFIX}:workers"
+
+    def expires_at(self, minute: int) -> int:
+        """Unix seconds at which a bucket's keys expire."""
+        return (minute + 1) * 60 + self.retention_s

@@ -1,0 +1,67 @@
+"""``manage.py run_realtime``: one realtime worker of the consumer group (run several).
+
+Stops cleanly on SIGTERM/SIGINT (the current batch is written and committed first). If
+Redis or Kafka fail, the processor is rebuilt after a back-off; uncommitted work is simply
+redelivered, and counted once.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from types import FrameType
+
+import redis
+from django.core.management.base import BaseCommand, CommandParser
+
+from collector.runtime import footfall_config
+from realtime.consumer import build_processor
+from realtime.runtime import GROUP, get_store
+
+log = logging.getLogger(__name__)
+
+
+class Command(BaseCommand):
+    help = "Run a realtime worker: consume events and keep the minutely Redis counters."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--group", default=GROUP, help=f"consumer group (default {GROUP})")
+        parser.add_argument("--topic", default=None, help="topic (default: the events topic)")
+        parser.add_argument("--batch-size", type=int, default=5000)
+        parser.add_argument("--batch-time", type=float, default=0.5, help="seconds")
+        parser.add_argument(
+            "--session-timeout-ms", type=int, default=45_000, help="how soon a dead worker's partitions move (ms)"
+        )
+
+    def handle(self, *args: object, **opts: object) -> None:
+        cfg = footfall_config()
+        stopping = False
+        processor = None
+
+        def on_signal(_signum: int, _frame: FrameType | None) -> None:
+            nonlocal stopping
+            stopping = True
+            if processor is not None:
+                processor.signal_shutdown()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        backoff = 1.0
+        while not stopping:
+            processor = build_processor(
+                cfg,
+                get_store(),
+                str(opts["group"]),
+                opts["topic"] and str(opts["topic"]),
+                int(opts["batch_size"]),
+                float(opts["batch_time"]),
+                int(opts["session_timeout_ms"]),
+            )
+            try:
+                processor.run()
+                backoff = 1.0
+            except (redis.RedisError, OSError) as exc:
+                log.error("realtime worker failed (%s); restarting in %.0fs", exc, backoff)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)

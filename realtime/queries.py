@@ -1,0 +1,199 @@
+"""Reads of the realtime counters for the API and the dashboard (no HTTP here).
+
+Every function takes validated arguments (dimension names from
+:data:`realtime.keys.DIMENSIONS`, integer times) and reads with one pipelined round trip
+where it can. Times are milliseconds, UTC; ranges are half-open ``[start, end)`` and
+rounded to whole minutes (the store's resolution).
+
+Visitors over a range are HyperLogLog merges (PFCOUNT over many keys): each visitor counted
+once per range, within HLL's ~0.81 % standard error — never a sum of per-minute uniques.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from realtime.keys import ACTIVE_WINDOW_MS, DIMENSIONS, REFPAGE_SEPARATOR
+from realtime.store import CounterStore
+from realtime.trends import Rising, rank_rising
+
+METRICS = ("pageviews", "visitors", "events", "bot_events")
+INTERVALS = {"minute": 1, "hour": 60}
+MAX_MINUTES = 60 * 24 * 7  # the store keeps far less; this bounds a query's key count
+
+
+class QueryError(ValueError):
+    """A query argument outside the fixed vocabulary; names the parameter."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    value: str
+    pageviews: int
+    visitors: int
+
+
+def _minutes(start_ms: int, end_ms: int) -> range:
+    if end_ms <= start_ms:
+        raise QueryError("to", "must be after from")
+    first, last = start_ms // 60_000, -(-end_ms // 60_000)
+    if last - first > MAX_MINUTES:
+        raise QueryError("from", f"realtime ranges span at most {MAX_MINUTES // 1440} days")
+    return range(first, last)
+
+
+def _check_dim(dim: str, parameter: str = "dimension") -> None:
+    if dim not in DIMENSIONS:
+        raise QueryError(parameter, f"must be one of {', '.join(DIMENSIONS)}")
+
+
+def _num(raw: object) -> int:
+    return int(float(raw)) if raw is not None else 0
+
+
+class RealtimeQueries:
+    def __init__(self, store: CounterStore) -> None:
+        self.store = store
+        self.client = store.client
+        self.layout = store.layout
+
+    def timeseries(
+        self,
+        site: str,
+        metric: str,
+        start_ms: int,
+        end_ms: int,
+        interval: str = "minute",
+        filter_: tuple[str, str] | None = None,
+    ) -> list[tuple[int, int]]:
+        """``[(bucket start ms, value)]`` for every bucket of the range, zeros included."""
+        if metric not in METRICS:
+            raise QueryError("metric", f"must be one of {', '.join(METRICS)}")
+        if interval not in INTERVALS:
+            raise QueryError("interval", f"must be one of {', '.join(INTERVALS)}")
+        if filter_ is not None:
+            _check_dim(filter_[0], "filters")
+            if metric in {"events", "bot_events"}:
+                raise QueryError("filters", f"{metric} cannot be filtered by a page view dimension")
+        step = INTERVALS[interval]
+        minutes = _minutes(start_ms, end_ms)
+        buckets = [
+            range(m, min(m - m % step + step, minutes.stop)) for m in minutes if m == minutes.start or m % step == 0
+        ]
+        pipe = self.client.pipeline(transaction=False)
+        for bucket in buckets:
+            if metric == "visitors":
+                keys = [
+                    self.layout.dim_visitors(site, m, *filter_) if filter_ else self.layout.visitors(site, m)
+                    for m in bucket
+                ]
+                pipe.pfcount(*keys)
+            else:
+                for m in bucket:
+                    if filter_:
+                        pipe.zscore(self.layout.top(site, m, filter_[0]), filter_[1])
+                    else:
+                        pipe.hget(self.layout.counters(site, m), "events" if metric == "events" else metric)
+                        if metric == "events":
+                            pipe.hget(self.layout.counters(site, m), "bot_events")
+        raw = iter(pipe.execute())
+        points = []
+        for bucket in buckets:
+            if metric == "visitors":
+                value = _num(next(raw))
+            elif metric == "events":
+                value = sum(_num(next(raw)) - _num(next(raw)) for _ in bucket)
+            else:
+                value = sum(_num(next(raw)) for _ in bucket)
+            points.append((bucket.start * 60_000, value))
+        return points
+
+    def totals(self, site: str, start_ms: int, end_ms: int) -> dict[str, int]:
+        """Page views, events (bots excluded), bot events and unique visitors of the range."""
+        minutes = _minutes(start_ms, end_ms)
+        pipe = self.client.pipeline(transaction=False)
+        for m in minutes:
+            pipe.hmget(self.layout.counters(site, m), "pageviews", "events", "bot_events")
+        pipe.pfcount(*[self.layout.visitors(site, m) for m in minutes])
+        *rows, visitors = pipe.execute()
+        pv = sum(_num(r[0]) for r in rows)
+        bots = sum(_num(r[2]) for r in rows)
+        events = sum(_num(r[1]) for r in rows) - bots
+        return {"pageviews": pv, "events": events, "bot_events": bots, "visitors": int(visitors)}
+
+    def top(
+        self, site: str, dim: str, start_ms: int, end_ms: int, limit: int = 10, prefix: str | None = None
+    ) -> list[Row]:
+        """The ``limit`` values of ``dim`` with most page views in the range, with visitors.
+
+        ``prefix`` keeps only values starting with it (used for referrer→page pairs)."""
+        _check_dim(dim)
+        if not 1 <= limit <= 1000:
+            raise QueryError("limit", "must be between 1 and 1000")
+        minutes = _minutes(start_ms, end_ms)
+        pipe = self.client.pipeline(transaction=False)
+        for m in minutes:
+            pipe.zrange(self.layout.top(site, m, dim), 0, -1, withscores=True)
+        totals: dict[str, int] = defaultdict(int)
+        for members in pipe.execute():
+            for member, score in members:
+                value = member.decode() if isinstance(member, bytes) else member
+                if prefix is None or value.startswith(prefix):
+                    totals[value] += int(score)
+        ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        pipe = self.client.pipeline(transaction=False)
+        for value, _ in ranked:
+            pipe.pfcount(*[self.layout.dim_visitors(site, m, dim, value) for m in minutes])
+        visitors = pipe.execute() if ranked else []
+        return [Row(value, pv, int(uv)) for (value, pv), uv in zip(ranked, visitors, strict=True)]
+
+    def referrer_pages(self, site: str, ref_domain: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
+        """Which pages the referrer ``ref_domain`` (``(direct)`` for none) drives traffic to."""
+        prefix = f"{ref_domain}{REFPAGE_SEPARATOR}"
+        rows = self.top(site, "refpage", start_ms, end_ms, limit, prefix=prefix)
+        return [Row(r.value.removeprefix(prefix), r.pageviews, r.visitors) for r in rows]
+
+    def page_referrers(self, site: str, path: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
+        """Which referrers drive traffic to ``path``."""
+        suffix = f"{REFPAGE_SEPARATOR}{path}"
+        rows = [r for r in self.top(site, "refpage", start_ms, end_ms, 1000) if r.value.endswith(suffix)]
+        return [Row(r.value.removesuffix(suffix), r.pageviews, r.visitors) for r in rows[:limit]]
+
+    def flows(self, site: str, start_ms: int, end_ms: int, limit: int = 50) -> list[tuple[str, str, int]]:
+        """Top referrer→page pairs ``(referrer, page, page views)`` (for a Sankey diagram)."""
+        rows = self.top(site, "refpage", start_ms, end_ms, limit)
+        return [(*r.value.split(REFPAGE_SEPARATOR, 1), r.pageviews) for r in rows]
+
+    def concurrent(self, site: str, now_ms: int) -> int:
+        """Visitors with an event in the last five minutes (event time)."""
+        return int(self.client.zcount(self.layout.active(site), now_ms - ACTIVE_WINDOW_MS, "+inf"))
+
+    def rising(
+        self, site: str, dim: str, now_ms: int, recent_minutes: int = 10, baseline_minutes: int = 180, limit: int = 10
+    ) -> list[Rising]:
+        """Values of ``dim`` rising now against their own recent baseline (see :mod:`realtime.trends`)."""
+        _check_dim(dim)
+        if baseline_minutes % recent_minutes:
+            raise QueryError("baseline_minutes", "must be a multiple of recent_minutes")
+        end = now_ms // 60_000
+        first = end - recent_minutes - baseline_minutes
+        pipe = self.client.pipeline(transaction=False)
+        for m in range(first, end):
+            pipe.zrange(self.layout.top(site, m, dim), 0, -1, withscores=True)
+        per_minute = pipe.execute()
+        blocks = baseline_minutes // recent_minutes
+        baseline: dict[str, list[int]] = defaultdict(lambda: [0] * blocks)
+        recent: dict[str, int] = defaultdict(int)
+        for offset, members in enumerate(per_minute):
+            for member, score in members:
+                value = member.decode() if isinstance(member, bytes) else member
+                if offset >= baseline_minutes:
+                    recent[value] += int(score)
+                else:
+                    baseline[value][offset // recent_minutes] += int(score)
+        return rank_rising(recent, baseline, blocks, limit=limit)

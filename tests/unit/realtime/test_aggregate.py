@@ -1,0 +1,84 @@
+"""Batch pre-aggregation (pure): the increments the store will apply."""
+
+from __future__ import annotations
+
+import msgspec
+
+from footfall.demo import DemoTraffic
+from footfall.events import UserAgent
+from realtime.aggregate import aggregate, dimension_values, without
+from realtime.keys import KeyLayout
+
+NOW = 1_763_700_000_000
+LAYOUT = KeyLayout(retention_s=3600)
+
+
+def events(n: int, seed: int = 1) -> list:
+    traffic = DemoTraffic(seed=seed, visitors=40)
+    return [traffic.event(NOW - 600_000 + i * 1000) for i in range(n)]
+
+
+def test_same_events_same_batch() -> None:
+    """Aggregation is a pure function of its input (safe to redo after a crash)."""
+    batch = events(300)
+    a, b = aggregate(batch, LAYOUT, NOW), aggregate(list(batch), LAYOUT, NOW)
+    assert (a.zincr, a.hincr, a.pfadd, a.seen_at, a.expire_at) == (b.zincr, b.hincr, b.pfadd, b.seen_at, b.expire_at)
+    assert list(a.dedup_keys) == list(b.dedup_keys)
+
+
+def test_counts_sum_to_the_events() -> None:
+    batch = events(500)
+    agg = aggregate(batch, LAYOUT, NOW)
+    assert sum(v for (k, f), v in agg.hincr.items() if f == "pageviews") == 500
+    page_total = sum(v for (k, _), v in agg.zincr.items() if k.endswith(":top:page"))
+    assert page_total == 500
+    minute = batch[0].ts // 60_000
+    assert agg.expire_at[LAYOUT.counters("demo", minute)] == (minute + 1) * 60 + 3600
+
+
+def test_duplicates_within_a_batch_count_once() -> None:
+    batch = events(50)
+    agg = aggregate(batch + batch[:10], LAYOUT, NOW)
+    assert agg.events == 50
+    assert agg.duplicates_in_batch == 10
+    assert sum(v for (k, f), v in agg.hincr.items() if f == "pageviews") == 50
+
+
+def test_late_events_are_left_to_the_batch_layer() -> None:
+    old = msgspec.structs.replace(events(1)[0], ts=NOW - 2 * 3600 * 1000)
+    agg = aggregate([old], LAYOUT, NOW)
+    assert agg.late == 1
+    assert agg.events == 0
+    assert not agg.hincr
+
+
+def test_bots_are_counted_apart() -> None:
+    bot = msgspec.structs.replace(events(1)[0], ua=UserAgent(browser="Googlebot", device="bot", is_bot=True))
+    agg = aggregate([bot], LAYOUT, NOW)
+    fields = {f: v for (_, f), v in agg.hincr.items()}
+    assert fields == {"events": 1, "bot_events": 1}
+    assert not agg.zincr
+    assert not agg.pfadd
+
+
+def test_custom_events_count_as_events_not_pageviews() -> None:
+    signup = msgspec.structs.replace(events(1)[0], type="signup")
+    fields = {f: v for (_, f), v in aggregate([signup], LAYOUT, NOW).hincr.items()}
+    assert fields == {"events": 1, "event:signup": 1}
+
+
+def test_dimension_values_of_a_direct_visit() -> None:
+    event = msgspec.structs.replace(events(1)[0], referrer=None, ref_domain=None, ref_type="direct", utm=None)
+    values = dimension_values(event)
+    assert values["ref"] == "(direct)"
+    assert values["refpage"] == f"(direct)\x1f{event.path}"
+    assert "refurl" not in values
+    assert "utm_source" not in values
+
+
+def test_without_drops_already_counted_events() -> None:
+    batch = events(20)
+    skip = {LAYOUT.dedup(e.site_id, e.event_id) for e in batch[:5]}
+    agg = without(batch, skip, LAYOUT, NOW)
+    assert agg.events == 15
+    assert not skip & set(agg.dedup_keys)
