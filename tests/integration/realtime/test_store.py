@@ -22,7 +22,7 @@ def test_reapplying_a_batch_changes_nothing(store: CounterStore) -> None:
     again = store.apply(batch, now)
     assert (first.counted, first.duplicates, first.round_trips) == (300, 0, 1)
     assert (again.counted, again.duplicates) == (0, 300)
-    overlap = store.apply(batch[:50] + [gen.event(now - 1000)], now)
+    overlap = store.apply([*batch[:50], gen.event(now - 1000)], now)
     assert (overlap.counted, overlap.duplicates, overlap.round_trips) == (1, 50, 2)
     assert RealtimeQueries(store).totals(site, now - 3_600_000, now + 60_000)["pageviews"] == 301
 
