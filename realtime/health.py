@@ -1,0 +1,62 @@
+"""Operational figures of the realtime layer: consumer lag, throughput, dedup hits, invalid events.
+
+:func:`realtime_health` gathers them (Kafka for offsets, Redis for the rest) into one
+plain dict; ``manage.py realtime_stats`` prints it and records it in Redis
+(``ff:rt:health``) for the dashboard's health panel.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+from footfall.config import Config
+from realtime.store import CounterStore
+
+HEALTH_KEY = "ff:rt:health"
+STALE_WORKER_MS = 30_000
+
+
+def consumer_lag(cfg: Config, group: str, topic: str) -> dict[int, int]:
+    """Messages not yet committed by ``group``, per partition of ``topic``."""
+    consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": group})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        tps = [TopicPartition(topic, p) for p in partitions]
+        committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
+        lag = {}
+        for tp in tps:
+            low, high = consumer.get_watermark_offsets(tp, timeout=10)
+            start = committed[tp.partition] if committed[tp.partition] >= 0 else low
+            lag[tp.partition] = max(0, high - start)
+        return lag
+    finally:
+        consumer.close()
+
+
+def realtime_health(cfg: Config, store: CounterStore, group: str) -> dict[str, object]:
+    now = int(time.time() * 1000)
+    lag = consumer_lag(cfg, group, cfg.events_topic)
+    raw_stats = store.client.hgetall(store.layout.stats)
+    stats = {k.decode(): int(v) for k, v in raw_stats.items()}
+    workers = {}
+    for worker, beat in store.client.hgetall(store.layout.workers).items():
+        info = json.loads(beat)
+        info["alive"] = now - info["at"] < STALE_WORKER_MS
+        workers[worker.decode()] = info
+    return {
+        "at": now,
+        "group": group,
+        "lag_total": sum(lag.values()),
+        "lag": lag,
+        "events_per_s": round(sum(w["events_per_s"] for w in workers.values() if w["alive"]), 1),
+        "workers_alive": sum(1 for w in workers.values() if w["alive"]),
+        "workers": workers,
+        "stats": stats,
+    }
+
+
+def record(store: CounterStore, health: dict[str, object]) -> None:
+    store.client.set(HEALTH_KEY, json.dumps(health), ex=24 * 3600)
