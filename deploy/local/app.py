@@ -15,7 +15,7 @@ from deploy.local.procs import ProcessSpec, running_pid, start, wait_until
 from deploy.local.services import StackConfig
 
 # Started in this order, stopped in reverse.
-APPS = ["web", "realtime-1", "realtime-2", "demo-traffic"]
+APPS = ["web", "realtime-1", "realtime-2", "archiver", "demo-traffic"]
 
 
 def spec(cfg: StackConfig, name: str) -> ProcessSpec:
@@ -41,6 +41,8 @@ def spec(cfg: StackConfig, name: str) -> ProcessSpec:
         # Two workers share the events topic's partitions (a consumer group).
         "realtime-1": [*manage, "run_realtime"],
         "realtime-2": [*manage, "run_realtime"],
+        # Files every 10 s at the demo's rate; production would batch minutes of traffic.
+        "archiver": [*manage, "run_archiver", "--batch-time", "10"],
         "demo-traffic": [*manage, "demo_traffic", "--rate", os.environ.get("FOOTFALL_DEMO_RATE", "20")],
     }[name]
     return cfg.spec(name, argv, env=env)
