@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from footfall.celery_schedule import SCHEDULE
 from footfall.config import ConfigError, load_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -103,6 +104,7 @@ CELERY_TIMEZONE = "UTC"
 # A task whose ETA lies beyond the visibility timeout is redelivered and runs twice;
 # nightly jobs are scheduled by beat (no long ETAs), and 12 h covers the longest backfill.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
+CELERY_BEAT_SCHEDULE = SCHEDULE
 
 LOGGING = {
     "version": 1,

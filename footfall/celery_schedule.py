@@ -1,0 +1,32 @@
+"""The beat schedule: every periodic task in one place (run exactly one beat process).
+
+``expires`` drops a run that could not start before the next one is due, so a backlog
+after an outage does not fire the same job many times.
+"""
+
+from __future__ import annotations
+
+from celery.schedules import crontab
+
+SCHEDULE = {
+    "nightly-rollup": {
+        "task": "historical.tasks.nightly_rollup",
+        "schedule": crontab(hour=2, minute=30),
+        "options": {"expires": 6 * 3600},
+    },
+    "compact-archive": {
+        "task": "historical.tasks.compact_archive",
+        "schedule": crontab(minute=17),
+        "options": {"expires": 3000},
+    },
+    "realtime-housekeeping": {
+        "task": "historical.tasks.realtime_housekeeping",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "replay-spool": {
+        "task": "historical.tasks.replay_spool",
+        "schedule": 300.0,
+        "options": {"expires": 290},
+    },
+}

@@ -1,0 +1,56 @@
+"""Reconciliation: how far the speed layer was off for a day, once the batch layer settled it.
+
+After a rollup, each settled day still inside the realtime retention window is compared:
+page views and visitors from the Redis counters versus the exact batch figures. The drift
+is recorded per site and day (collection ``reconciliation``) so the product can show how
+much the live numbers can be trusted, and operators notice a speed layer gone wrong.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from zoneinfo import ZoneInfo
+
+from pymongo.database import Database
+
+from historical.store import DAILY, daily_id, record_reconciliation
+from realtime.queries import RealtimeQueries
+
+
+def local_day_bounds(day: str, tz: str) -> tuple[int, int]:
+    """``[start, end)`` of a local calendar day in UTC milliseconds (DST-aware)."""
+    zone = ZoneInfo(tz)
+    start = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(), zone)
+    end = dt.datetime.combine(dt.date.fromisoformat(day) + dt.timedelta(days=1), dt.time(), zone)
+    return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
+
+
+def _pct(realtime: int, batch: int) -> float | None:
+    return round(100.0 * (realtime - batch) / batch, 3) if batch else None
+
+
+def reconcile_day(db: Database, realtime: RealtimeQueries, site: str, day: str, tz: str) -> dict[str, object] | None:
+    """Record realtime-vs-batch drift of one settled day; None if the realtime data expired."""
+    batch = db[DAILY].find_one({"_id": daily_id(site, day)})
+    if batch is None:
+        return None
+    start, end = local_day_bounds(day, tz)
+    oldest = int(time.time() * 1000) - realtime.layout.retention_s * 1000
+    if end <= oldest:
+        return None
+    covered_from = max(start, oldest)
+    totals = realtime.totals(site, covered_from, end)
+    drift = {
+        "realtime_pageviews": totals["pageviews"],
+        "batch_pageviews": batch["pageviews"],
+        "pageviews_drift": totals["pageviews"] - batch["pageviews"],
+        "pageviews_drift_pct": _pct(totals["pageviews"], batch["pageviews"]),
+        "realtime_visitors": totals["visitors"],
+        "batch_visitors": batch["visitors"],
+        "visitors_drift_pct": _pct(totals["visitors"], batch["visitors"]),
+        "coverage": round((end - covered_from) / (end - start), 4),  # < 1 when realtime kept part of the day
+        "checked_at": dt.datetime.now(dt.UTC),
+    }
+    record_reconciliation(db, site, day, drift)
+    return drift

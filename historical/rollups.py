@@ -1,0 +1,109 @@
+"""Running the rollup job: ``spark-submit`` of :mod:`spark_jobs.rollup`, then reconciliation.
+
+One code path for every master: ``local[*]`` runs Spark on this machine, ``spark://…``,
+``yarn`` or ``k8s://…`` on a cluster; the driver runs here (client mode), so it reaches
+MongoDB and reports progress on its stdout. A failed job raises :class:`RollupFailed`
+with the end of Spark's output; documents of the days it finished are complete, the rest
+are untouched or repaired by the next run (loads replace whole days).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from collector.models import Site
+from footfall.config import Config
+from historical.reconcile import reconcile_day
+from historical.store import connect
+from realtime.queries import RealtimeQueries
+from realtime.runtime import get_store
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class RollupFailed(RuntimeError):
+    """The Spark job exited with an error; the message ends with its output."""
+
+
+@dataclass
+class RollupResult:
+    days: list[tuple[str, str]] = field(default_factory=list)  # (site, day) loaded
+    events: int = 0
+    drift: dict[str, dict] = field(default_factory=dict)
+
+
+def site_zones(site_ids: Sequence[str] | None = None) -> dict[str, str]:
+    """``{site_id: time zone}`` of the given sites (all sites when None)."""
+    sites = Site.objects.all() if not site_ids else Site.objects.filter(site_id__in=site_ids)
+    zones = {s.site_id: s.timezone for s in sites}
+    missing = set(site_ids or ()) - set(zones)
+    if missing:
+        raise ValueError(f"unknown site(s): {', '.join(sorted(missing))}")
+    return zones
+
+
+def spark_submit_command(cfg: Config, master: str, first: dt.date, last: dt.date, zones: dict[str, str]) -> list[str]:
+    submit = Path(sys.executable).parent / "spark-submit"
+    return [
+        str(submit), "--master", master,
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.sql.session.timeZone=UTC",
+        "--conf", f"spark.pyspark.python={sys.executable}",
+        "--conf", f"spark.pyspark.driver.python={sys.executable}",
+        "--driver-memory", os.environ.get("FOOTFALL_SPARK_DRIVER_MEMORY", "2g"),
+        str(REPO / "spark_jobs" / "rollup.py"),
+        "--from", first.isoformat(), "--to", last.isoformat(),
+        "--sites", json.dumps(zones),
+        "--archive-url", cfg.archive_url,
+        "--mongo-url", cfg.mongo_url, "--mongo-db", cfg.mongo_db,
+    ]  # fmt: skip
+
+
+def run_rollup(
+    cfg: Config,
+    first: dt.date,
+    last: dt.date,
+    site_ids: Sequence[str] | None = None,
+    master: str | None = None,
+    on_day: Callable[[str, str], None] = lambda site, day: None,
+) -> RollupResult:
+    """Roll up ``[first, last]`` (local days) for the sites, then reconcile each day."""
+    if last < first:
+        raise ValueError("the last day is before the first")
+    zones = site_zones(site_ids)
+    result = RollupResult()
+    if not zones:
+        return result
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
+        spark_submit_command(cfg, master or cfg.spark_master, first, last, zones),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        parts = line.split()
+        if parts[:1] == ["progress"] and len(parts) == 3:
+            result.days.append((parts[1], parts[2]))
+            on_day(parts[1], parts[2])
+        elif parts[:1] == ["done"]:
+            result.events = int(dict(p.split("=") for p in parts[1:])["events"])
+    stderr = proc.stderr.read() if proc.stderr else ""
+    if proc.wait() != 0:
+        raise RollupFailed(f"spark job failed (exit {proc.returncode}):\n{stderr[-4000:]}")
+    client, db = connect(cfg.mongo_url, cfg.mongo_db)
+    try:
+        realtime = RealtimeQueries(get_store())
+        for site, day in result.days:
+            drift = reconcile_day(db, realtime, site, day, zones[site])
+            if drift is not None:
+                result.drift[f"{site}|{day}"] = drift
+    finally:
+        client.close()
+    return result

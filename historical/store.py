@@ -1,0 +1,152 @@
+"""Historical rollups in MongoDB (pymongo only, so MongoDB and FerretDB serve alike).
+
+Collections (database ``MONGO_DB``):
+
+=====================  =========================================  ==================================
+collection             ``_id`` (deterministic)                    content
+=====================  =========================================  ==================================
+``rollup_daily``       ``site|day``                               page views, visitors, sessions,
+                                                                  bounce rate, visit duration, events
+``rollup_hourly``      ``site|day|HH``                            per local hour of the day
+``rollup_breakdowns``  ``site|day|dimension|sha1(value)``         per dimension value (pages,
+                                                                  referrers, referrer→page, UTM, ...)
+``batch_runs``         ``site|day``                               what was rolled up, from how many
+                                                                  events, when: the batch watermark
+``reconciliation``     ``site|day``                               realtime vs batch drift of the day
+=====================  =========================================  ==================================
+
+``day`` is the site's local calendar day (``YYYY-MM-DD``). Loading a day *replaces* it:
+every document is written with a deterministic ``_id`` (``ReplaceOne`` upsert), then the
+day's documents not in the new set are deleted, then ``batch_runs`` is written last. The
+same input therefore gives identical documents, a re-run never doubles anything, a run
+killed mid-write is repaired by the next, and other days are never touched. Only after
+``batch_runs`` names a day does the query layer treat it as settled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pymongo
+from pymongo import ASCENDING, DESCENDING, DeleteMany, ReplaceOne
+from pymongo.database import Database
+
+DAILY, HOURLY, BREAKDOWNS, RUNS, RECONCILIATION = (
+    "rollup_daily",
+    "rollup_hourly",
+    "rollup_breakdowns",
+    "batch_runs",
+    "reconciliation",
+)
+BULK = 1000
+
+
+def daily_id(site: str, day: str) -> str:
+    return f"{site}|{day}"
+
+
+def hourly_id(site: str, day: str, hour: int) -> str:
+    return f"{site}|{day}|{hour:02d}"
+
+
+def breakdown_id(site: str, day: str, dimension: str, value: str) -> str:
+    # Values can be long URLs with '.' and '$'; a digest keeps ids short and safe.
+    return f"{site}|{day}|{dimension}|{hashlib.sha1(value.encode()).hexdigest()}"  # noqa: S324 - an id, not security
+
+
+def ensure_indexes(db: Database) -> None:
+    """Indexes for every query path of the API (idempotent)."""
+    db[DAILY].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
+    db[HOURLY].create_index([("site_id", ASCENDING), ("day", ASCENDING), ("hour", ASCENDING)])
+    db[BREAKDOWNS].create_index([("site_id", ASCENDING), ("dimension", ASCENDING), ("day", ASCENDING)])
+    db[BREAKDOWNS].create_index(
+        [("site_id", ASCENDING), ("dimension", ASCENDING), ("ref", ASCENDING), ("day", ASCENDING)]
+    )
+    db[BREAKDOWNS].create_index(
+        [("site_id", ASCENDING), ("dimension", ASCENDING), ("page", ASCENDING), ("day", ASCENDING)]
+    )
+    db[BREAKDOWNS].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
+    db[RUNS].create_index([("site_id", ASCENDING), ("day", DESCENDING)])
+
+
+@dataclass(frozen=True, slots=True)
+class DayDocuments:
+    """All documents of one (site, day), ready to load."""
+
+    site_id: str
+    day: str
+    daily: dict[str, object]
+    hourly: list[dict[str, object]]
+    breakdowns: list[dict[str, object]]
+    run: dict[str, object]
+
+
+def _with_ids(day: DayDocuments) -> tuple[dict, list[dict], list[dict]]:
+    daily = {"_id": daily_id(day.site_id, day.day), "site_id": day.site_id, "day": day.day, **day.daily}
+    hourly = [
+        {"_id": hourly_id(day.site_id, day.day, int(h["hour"])), "site_id": day.site_id, "day": day.day, **h}
+        for h in day.hourly
+    ]
+    breakdowns = [
+        {
+            "_id": breakdown_id(day.site_id, day.day, str(b["dimension"]), str(b["value"])),
+            "site_id": day.site_id,
+            "day": day.day,
+            **b,
+        }
+        for b in day.breakdowns
+    ]
+    return daily, hourly, breakdowns
+
+
+def load_day(db: Database, day: DayDocuments) -> dict[str, int]:
+    """Replace ``day``'s documents (see the module docstring); return counts written/removed."""
+    daily, hourly, breakdowns = _with_ids(day)
+    scope = {"site_id": day.site_id, "day": day.day}
+    written = removed = 0
+    for name, docs in ((DAILY, [daily]), (HOURLY, hourly), (BREAKDOWNS, breakdowns)):
+        coll = db[name]
+        for start in range(0, len(docs), BULK):
+            ops = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in docs[start : start + BULK]]
+            coll.bulk_write(ops, ordered=False)
+            written += len(ops)
+        keep = [d["_id"] for d in docs]
+        result = coll.bulk_write([DeleteMany({**scope, "_id": {"$nin": keep}})])
+        removed += result.deleted_count
+    db[RUNS].replace_one(
+        {"_id": daily_id(day.site_id, day.day)},
+        {"_id": daily_id(day.site_id, day.day), "site_id": day.site_id, "day": day.day, **day.run},
+        upsert=True,
+    )
+    return {"written": written, "removed": removed}
+
+
+def settled_days(db: Database, site: str) -> list[str]:
+    """Local days of ``site`` that the batch layer has rolled up, oldest first."""
+    return sorted(doc["day"] for doc in db[RUNS].find({"site_id": site}, {"day": 1}))
+
+
+def watermark(db: Database, site: str) -> str | None:
+    """The latest settled day of ``site`` (the query layer reads Redis after it)."""
+    doc = db[RUNS].find_one({"site_id": site}, sort=[("day", DESCENDING)])
+    return doc["day"] if doc else None
+
+
+def record_reconciliation(db: Database, site: str, day: str, drift: Mapping[str, object]) -> None:
+    db[RECONCILIATION].replace_one(
+        {"_id": daily_id(site, day)}, {"_id": daily_id(site, day), "site_id": site, "day": day, **drift}, upsert=True
+    )
+
+
+def documents(db: Database, site: str, days: Iterable[str]) -> dict[str, list[dict]]:
+    """Every rollup document of ``site`` for ``days``, sorted by ``_id`` (for comparisons)."""
+    days = list(days)
+    query = {"site_id": site, "day": {"$in": days}}
+    return {name: sorted(db[name].find(query), key=lambda d: d["_id"]) for name in (DAILY, HOURLY, BREAKDOWNS)}
+
+
+def connect(url: str, name: str) -> tuple[pymongo.MongoClient, Database]:
+    client: pymongo.MongoClient = pymongo.MongoClient(url, serverSelectionTimeoutMS=10_000, tz_aware=True)
+    return client, client[name]

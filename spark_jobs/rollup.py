@@ -1,0 +1,168 @@
+"""The nightly rollup job: archive → exact daily/hourly rollups in MongoDB. Extract, transform, load.
+
+Run through ``manage.py rollup`` (which passes the sites and their time zones), or directly::
+
+    spark-submit --master spark://host:7077 spark_jobs/rollup.py --from 2026-11-01 --to 2026-11-07 \\
+        --sites '{"demo": "Europe/Berlin"}' --archive-url file:///data/archive \\
+        --mongo-url mongodb://host:27017/ --mongo-db footfall
+
+* extract: the archive's Parquet with an explicit schema, pruned to the UTC dates that can
+  hold the requested local days (and the evening before, so sessions starting then are whole);
+* transform: :func:`spark_jobs.transforms.rollup` (pure DataFrame functions);
+* load: :func:`historical.store.load_day` per site and day (replaces the day's documents).
+
+Days are processed in chunks so a long backfill keeps memory bounded; each finished day is
+reported on stdout as ``progress <site> <day>`` for the caller's progress bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from historical.store import DayDocuments, connect, ensure_indexes, load_day
+from spark_jobs.schema import EVENTS_DIR, SPARK_DDL
+from spark_jobs.transforms import localize, rollup
+
+CHUNK_DAYS = 7
+DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical documents
+
+
+def day_range(first: dt.date, last: dt.date) -> list[str]:
+    return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+
+
+def utc_dates_for(days: Sequence[str]) -> list[str]:
+    """UTC dates whose partitions can hold events of these local days (zones span -12..+14 h),
+    plus the day before, whose evening sessions may run into the first requested day."""
+    first = dt.date.fromisoformat(min(days)) - dt.timedelta(days=2)
+    last = dt.date.fromisoformat(max(days)) + dt.timedelta(days=1)
+    return day_range(first, last)
+
+
+def extract(spark: SparkSession, archive_url: str, sites: Sequence[str], days: Sequence[str]) -> DataFrame:
+    """The archived events of ``sites`` on the UTC dates covering ``days`` (partition-pruned)."""
+    path = f"{archive_url.rstrip('/')}/{EVENTS_DIR}"
+    try:
+        events = spark.read.schema(SPARK_DDL).parquet(path)
+    except Exception as exc:  # an archive that does not exist yet holds no events
+        if "PATH_NOT_FOUND" not in str(exc) and "does not exist" not in str(exc):
+            raise
+        return spark.createDataFrame([], SPARK_DDL)
+    return events.where(F.col("date").isin(list(utc_dates_for(days))) & F.col("site_id").isin(list(sites)))
+
+
+def _round(row: dict[str, object]) -> dict[str, object]:
+    return {k: round(v, DOUBLE_DIGITS) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def _rows(df: DataFrame, drop: Iterable[str] = ("site_id", "day")) -> Iterable[dict[str, object]]:
+    for row in df.toLocalIterator():
+        data = row.asDict()
+        yield data["site_id"], data["day"], _round({k: v for k, v in data.items() if k not in drop})
+
+
+ZERO_DAY = {
+    "pageviews": 0, "visitors": 0, "sessions": 0, "bounces": 0, "bounce_rate": 0.0, "visit_duration_s": 0.0,
+    "events": 0, "bot_events": 0, "custom_events": 0,
+}  # fmt: skip
+
+
+def transform_and_load(
+    spark: SparkSession, events: DataFrame, site_tz: dict[str, str], days: Sequence[str], mongo_url: str, mongo_db: str
+) -> list[tuple[str, str, int]]:
+    """Roll up ``days`` for every site of ``site_tz``; return (site, day, events read) per day loaded."""
+    tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
+    result = rollup(events, tz_df, list(days))
+    # Rows read per local day before dedup: the run record says what the figures came from.
+    counted = localize(events, tz_df).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
+    read = {(r["site_id"], r["day"]): r["count"] for r in counted.collect()}
+    daily = {(s, d): row for s, d, row in _rows(result["daily"])}
+    hourly: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for s, d, row in _rows(result["hourly"]):
+        hourly[(s, d)].append({"hour": row.pop("local_hour"), **row})
+    breakdowns: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for s, d, row in _rows(result["breakdowns"]):
+        breakdowns[(s, d)].append(row)
+
+    client, db = connect(mongo_url, mongo_db)
+    ensure_indexes(db)
+    loaded = []
+    try:
+        for site in sorted(site_tz):
+            for day in days:
+                key = (site, day)
+                stats = daily.get(key, ZERO_DAY)
+                run = {
+                    "status": "complete",
+                    "events_read": int(read.get(key, 0)),
+                    "pageviews": stats["pageviews"],
+                    "tz": site_tz[site],
+                    "computed_at": dt.datetime.now(dt.UTC),
+                    "spark_master": spark.sparkContext.master,
+                }
+                load_day(db, DayDocuments(site, day, stats, hourly.get(key, []), breakdowns.get(key, []), run))
+                loaded.append((site, day, run["events_read"]))
+                print(f"progress {site} {day}", flush=True)
+    finally:
+        client.close()
+    return loaded
+
+
+def run(
+    spark: SparkSession,
+    first: dt.date,
+    last: dt.date,
+    site_tz: dict[str, str],
+    archive_url: str,
+    mongo_url: str,
+    mongo_db: str,
+) -> list[tuple[str, str, int]]:
+    """Extract, transform and load every day of ``[first, last]`` in chunks."""
+    days = day_range(first, last)
+    loaded = []
+    for start in range(0, len(days), CHUNK_DAYS):
+        chunk = days[start : start + CHUNK_DAYS]
+        events = extract(spark, archive_url, sorted(site_tz), chunk)
+        loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db)
+    return loaded
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Footfall rollup: archive -> MongoDB")
+    parser.add_argument("--from", dest="first", required=True, type=dt.date.fromisoformat)
+    parser.add_argument("--to", dest="last", required=True, type=dt.date.fromisoformat)
+    parser.add_argument("--sites", required=True, help='JSON object {"site_id": "IANA time zone"}')
+    parser.add_argument("--archive-url", required=True)
+    parser.add_argument("--mongo-url", required=True)
+    parser.add_argument("--mongo-db", default="footfall")
+    parser.add_argument("--master", default=None, help="only when not set by spark-submit")
+    args = parser.parse_args(argv)
+    if args.last < args.first:
+        parser.error("--to is before --from")
+    builder = SparkSession.builder.appName("footfall-rollup").config("spark.sql.session.timeZone", "UTC")
+    if args.master:
+        builder = builder.master(args.master)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    started = time.monotonic()
+    try:
+        loaded = run(spark, args.first, args.last, json.loads(args.sites), args.archive_url, args.mongo_url,
+                     args.mongo_db)  # fmt: skip
+    finally:
+        spark.stop()
+    events = sum(n for *_, n in loaded)
+    print(f"done days={len(loaded)} events={events} seconds={time.monotonic() - started:.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""The nightly rollup's transforms: pure DataFrame → DataFrame functions over archive rows.
+
+No I/O, no SparkSession, no clock: the extract step reads the archive with
+:data:`spark_jobs.schema.SPARK_DDL` and passes DataFrames and days in; the load step
+writes what comes out. Only built-in Spark SQL functions are used (no Python UDFs), so
+everything runs in the JVM.
+
+Pipeline (:func:`rollup` wires it)::
+
+    archive rows ─ dedupe ─ localize ─┬─ only_humans ─ type = pageview ─ sessionize ─┐
+                                      │                                              ▼
+                                      └──────────────────────── daily_totals, hourly_totals, breakdowns
+
+* :func:`dedupe` makes counts exactly-once: the archive is at-least-once, so one
+  ``event_id`` may sit in several files.
+* :func:`localize` turns the event time (``ts``, int64 ms UTC) into the site's wall clock:
+  every ``day`` and ``local_hour`` below is the site's own, so "Monday" means the site's
+  Monday. A site without a time zone row is rolled up in UTC.
+* Buckets come from the event time, never the arrival time: a late event lands on the day
+  it happened, and re-rolling that day picks it up.
+
+What the metrics mean (``day`` is always a local day; bots never count as humans):
+
+* ``pageviews``: human events of type ``pageview``.
+* ``visitors``: distinct non-null ``visitor_id`` of human events. Visitor ids are salted
+  daily and the salt is destroyed (DESIGN invariant 5), so a visitor is only recognisable
+  within one day: someone returning on another day is a new visitor. Visitor counts are
+  per bucket (day, hour, breakdown value) and must never be summed across buckets: the
+  sum of daily visitors is not the visitors of a week.
+* ``sessions``: runs of one visitor's page views with no gap longer than ``gap_minutes``
+  (30 by default). A session belongs to the day and hour it starts in, also when it runs
+  past midnight; its page views still count on the days they happened.
+* ``bounces``: sessions of exactly one page view; ``bounce_rate`` = bounces / sessions.
+* ``visit_duration_s``: mean of the sessions' (last page view − first page view) in
+  seconds; a bounce lasts 0 s, as there is no later page view to measure it by.
+* ``events``: human events of every type; ``custom_events``: those that are neither
+  ``pageview`` nor ``request``; ``bot_events``: events flagged ``is_bot``, of every type.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from footfall.events import BUILTIN_TYPES
+
+DIRECT = "(direct)"  # the referrer domain of page views that came with none
+REFPAGE_SEP = "\u001f"  # ASCII unit separator: cannot occur in a domain or a canonical (percent-encoded) path
+DEFAULT_TZ = "UTC"
+
+_MICROS_PER_HOUR = 3_600_000_000
+_MICROS_PER_DAY = 24 * _MICROS_PER_HOUR
+
+
+def _is_bot() -> Column:
+    # Only an explicit True makes a bot: an event the collector could not classify is human.
+    return F.coalesce(F.col("is_bot"), F.lit(False))
+
+
+def _human() -> Column:
+    return ~_is_bot()
+
+
+def _ref() -> Column:
+    return F.coalesce(F.col("ref_domain"), F.lit(DIRECT))
+
+
+def dedupe(events: DataFrame) -> DataFrame:
+    """One row per ``(site_id, event_id)``: the copy received first.
+
+    Ties on ``received_at`` go to the lowest ``kafka_partition``, then ``kafka_offset``, so
+    the choice never depends on file or partition order. Output: the input's columns.
+    """
+    first = Window.partitionBy("site_id", "event_id").orderBy(
+        F.col("received_at").asc_nulls_last(),
+        F.col("kafka_partition").asc_nulls_last(),
+        F.col("kafka_offset").asc_nulls_last(),
+    )
+    return events.withColumn("_rank", F.row_number().over(first)).where(F.col("_rank") == 1).drop("_rank")
+
+
+def localize(events: DataFrame, site_tz: DataFrame) -> DataFrame:
+    """The events with their time on the site's wall clock.
+
+    ``site_tz`` has columns ``site_id``, ``tz`` (an IANA zone name); sites without a row, or
+    with a null ``tz``, use UTC. An unknown zone name fails the job (Spark raises
+    ``INVALID_TIMEZONE``) rather than rolling a site up on the wrong days.
+
+    Output: the input's columns plus ``local_ts`` (TIMESTAMP: the local wall-clock time,
+    as ``from_utc_timestamp`` gives it), ``day`` (STRING ``YYYY-MM-DD``, local) and
+    ``local_hour`` (INT 0–23, local).
+    """
+    # One zone per site whatever the table holds: a duplicated row must not duplicate events.
+    zones = site_tz.groupBy("site_id").agg(F.min("tz").alias("_tz"))
+    local_ts = F.from_utc_timestamp(F.timestamp_millis(F.col("ts")), F.coalesce(F.col("_tz"), F.lit(DEFAULT_TZ)))
+    # from_utc_timestamp shifts the instant so that it *renders in UTC* as the local wall
+    # clock; hour() or date_format() would render it in spark.sql.session.timeZone and be
+    # wrong on any session not set to UTC. The raw micros are the wall clock in every session.
+    wall_micros = F.unix_micros(F.col("local_ts"))
+    return (
+        events.join(F.broadcast(zones), "site_id", "left")
+        .withColumn("local_ts", local_ts)
+        .withColumn("day", F.date_from_unix_date(F.floor(wall_micros / _MICROS_PER_DAY).cast("int")).cast("string"))
+        .withColumn("local_hour", F.pmod(F.floor(wall_micros / _MICROS_PER_HOUR), F.lit(24)).cast("int"))
+        .select(*events.columns, "local_ts", "day", "local_hour")
+    )
+
+
+def only_humans(events: DataFrame) -> DataFrame:
+    """The events not flagged as bots (``is_bot`` false or null). Output: the input's columns."""
+    return events.where(_human())
+
+
+def only_bots(events: DataFrame) -> DataFrame:
+    """The events flagged as bots (``is_bot`` true). Output: the input's columns."""
+    return events.where(_is_bot())
+
+
+def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
+    """One row per session of localized, deduplicated human page views.
+
+    Per ``(site_id, visitor_id)``, ordered by ``ts`` then ``event_id``, a page view more
+    than ``gap_minutes`` after the previous one starts a new session. A page view without
+    ``visitor_id`` cannot be linked to any other and is a session of its own.
+
+    Output: ``site_id``, ``visitor_id``, ``session_id`` (``site_id|visitor_id|first
+    event_id``, visitor empty when null), ``start_ts``, ``end_ts`` (BIGINT ms), ``day`` and
+    ``local_hour`` (of the start), ``pageviews`` (INT), ``duration_s`` (DOUBLE),
+    ``is_bounce`` (one page view), and of the first page view: ``entry_page`` (path),
+    ``entry_ref_domain`` (``(direct)`` when null), ``entry_ref_type``, ``entry_utm_source``,
+    ``entry_utm_medium``, ``entry_utm_campaign``.
+    """
+    # Null visitor ids would otherwise share one partition; their own event_id splits them.
+    alone = F.when(F.col("visitor_id").isNull(), F.col("event_id"))
+    in_order = Window.partitionBy("site_id", "visitor_id", "_alone").orderBy("ts", "event_id")
+    prev_ts = F.lag("ts").over(in_order)
+    starts = (prev_ts.isNull() | (F.col("ts") - prev_ts > gap_minutes * 60_000)).cast("int")
+    # Running count of starts = session number; ROWS frame so it never depends on peers.
+    number = F.sum("_start").over(in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    # min over a struct led by (ts, event_id) picks the first page view's fields deterministically
+    # (min_by would pick arbitrarily between equal ts).
+    first_fields = ["ts", "event_id", "day", "local_hour", "path", "ref_domain", "ref_type"]
+    first_fields += ["utm_source", "utm_medium", "utm_campaign"]
+    sessions = (
+        pageviews.withColumn("_alone", alone)
+        .withColumn("_start", starts)
+        .withColumn("_session", number)
+        .groupBy("site_id", "visitor_id", "_alone", "_session")
+        .agg(
+            F.min(F.struct(*first_fields)).alias("first"),
+            F.max("ts").alias("end_ts"),
+            F.count("*").cast("int").alias("pageviews"),
+        )
+    )
+    return sessions.select(
+        "site_id",
+        "visitor_id",
+        F.concat_ws("|", "site_id", F.coalesce("visitor_id", F.lit("")), "first.event_id").alias("session_id"),
+        F.col("first.ts").alias("start_ts"),
+        "end_ts",
+        "first.day",
+        "first.local_hour",
+        "pageviews",
+        ((F.col("end_ts") - F.col("first.ts")) / 1000.0).alias("duration_s"),
+        (F.col("pageviews") == 1).alias("is_bounce"),
+        F.col("first.path").alias("entry_page"),
+        F.coalesce("first.ref_domain", F.lit(DIRECT)).alias("entry_ref_domain"),
+        F.col("first.ref_type").alias("entry_ref_type"),
+        F.col("first.utm_source").alias("entry_utm_source"),
+        F.col("first.utm_medium").alias("entry_utm_medium"),
+        F.col("first.utm_campaign").alias("entry_utm_campaign"),
+    )
+
+
+def _event_counts(events: DataFrame, keys: list[str]) -> DataFrame:
+    is_pageview = F.col("type") == "pageview"
+    return events.groupBy(*keys).agg(
+        F.count_if(_human() & is_pageview).alias("pageviews"),
+        F.count_distinct(F.when(_human(), F.col("visitor_id"))).alias("visitors"),
+        F.count_if(_human()).alias("events"),
+        F.count_if(_is_bot()).alias("bot_events"),
+        F.count_if(_human() & ~F.col("type").isin(*BUILTIN_TYPES)).alias("custom_events"),
+    )
+
+
+def _session_counts(sessions: DataFrame, keys: list[str]) -> DataFrame:
+    return sessions.groupBy(*keys).agg(
+        F.count("*").alias("sessions"),
+        F.count_if("is_bounce").alias("bounces"),
+        F.avg("duration_s").alias("visit_duration_s"),
+    )
+
+
+def _totals(events: DataFrame, sessions: DataFrame, keys: list[str]) -> DataFrame:
+    # Full outer join: a bucket may have events but no session start (bots only, a session
+    # that began the hour before) and, given arbitrary inputs, sessions but no events.
+    joined = _event_counts(events, keys).join(_session_counts(sessions, keys), keys, "full")
+    zero = ["pageviews", "visitors", "events", "bot_events", "custom_events", "sessions", "bounces"]
+    return joined.fillna(0, subset=zero).fillna(0.0, subset=["visit_duration_s"])
+
+
+def daily_totals(events: DataFrame, sessions: DataFrame) -> DataFrame:
+    """Site totals per local day.
+
+    ``events``: localized, deduplicated events of all types, bots included; ``sessions``:
+    from :func:`sessionize`. A day with only bot events still gets a row (zeros elsewhere).
+
+    Output per ``(site_id, day)``: ``pageviews``, ``visitors``, ``sessions`` (started that
+    day), ``bounces`` (LONG), ``bounce_rate`` (DOUBLE, 0.0 without sessions),
+    ``visit_duration_s`` (DOUBLE mean, 0.0 without sessions), ``events``, ``bot_events``,
+    ``custom_events`` (LONG).
+    """
+    totals = _totals(events, sessions, ["site_id", "day"])
+    rate = F.when(F.col("sessions") > 0, F.col("bounces") / F.col("sessions")).otherwise(F.lit(0.0))
+    return totals.select(
+        "site_id",
+        "day",
+        "pageviews",
+        "visitors",
+        "sessions",
+        "bounces",
+        rate.alias("bounce_rate"),
+        "visit_duration_s",
+        "events",
+        "bot_events",
+        "custom_events",
+    )
+
+
+def hourly_totals(events: DataFrame, sessions: DataFrame) -> DataFrame:
+    """Site totals per local hour; inputs as for :func:`daily_totals`.
+
+    Output per ``(site_id, day, local_hour)``: ``pageviews``, ``visitors`` (distinct within
+    the hour), ``sessions`` (started in the hour), ``events``, ``bot_events`` (LONG).
+    """
+    totals = _totals(events, sessions, ["site_id", "day", "local_hour"])
+    return totals.select("site_id", "day", "local_hour", "pageviews", "visitors", "sessions", "events", "bot_events")
+
+
+def _dimensions() -> list[tuple[str, Column]]:
+    """(dimension, value) of the page-view breakdowns; a null value leaves the row out."""
+    return [
+        ("page", F.col("path")),
+        ("ref", _ref()),
+        ("refurl", F.col("referrer")),
+        ("refpage", F.concat(_ref(), F.lit(REFPAGE_SEP), F.col("path"))),
+        ("ref_type", F.col("ref_type")),
+        ("utm_source", F.col("utm_source")),
+        ("utm_medium", F.col("utm_medium")),
+        ("utm_campaign", F.col("utm_campaign")),
+        ("browser", F.col("ua_browser")),
+        ("os", F.col("ua_os")),
+        ("device", F.col("ua_device")),
+        ("country", F.col("country")),
+    ]
+
+
+def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
+    """Top-N material: page views per local day split by one dimension at a time, long format.
+
+    ``pageviews``: localized, deduplicated human page views; ``sessions``: from
+    :func:`sessionize`. Dimensions from page views: ``page``, ``ref`` (``(direct)`` when
+    null), ``refurl``, ``refpage`` (``ref + "\\u001f" + path``: which referrer sends traffic
+    to which page), ``ref_type``, ``utm_source``, ``utm_medium``, ``utm_campaign``,
+    ``browser``, ``os``, ``device``, ``country``; from sessions: ``entry_page``. A null value
+    is left out (only ``ref`` is never null).
+
+    Output per ``(site_id, day, dimension, value)``: ``pageviews``, ``visitors`` (LONG);
+    ``sessions``, ``bounces`` (LONG) and ``visit_duration_s`` (DOUBLE mean) for
+    ``entry_page``, null for the others; ``ref`` and ``page`` (STRING): the two halves of a
+    ``refpage`` value, null for other dimensions.
+    """
+    # One scan and one shuffle for all dimensions: each page view becomes one row per
+    # dimension, then a single group-by, instead of a union of twelve group-bys.
+    pairs = F.array(*[F.struct(F.lit(name).alias("dimension"), value.alias("value")) for name, value in _dimensions()])
+    is_refpage = F.col("dimension") == "refpage"
+    per_page = (
+        pageviews.select("site_id", "day", "visitor_id", "ref_domain", "path", F.explode(pairs).alias("d"))
+        .select(
+            "site_id",
+            "day",
+            "d.dimension",
+            "d.value",
+            F.when(is_refpage, _ref()).alias("ref"),
+            F.when(is_refpage, F.col("path")).alias("page"),
+            "visitor_id",
+        )
+        .where(F.col("value").isNotNull())
+        .groupBy("site_id", "day", "dimension", "value", "ref", "page")
+        .agg(F.count("*").alias("pageviews"), F.count_distinct("visitor_id").alias("visitors"))
+        .withColumn("sessions", F.lit(None).cast("long"))
+        .withColumn("bounces", F.lit(None).cast("long"))
+        .withColumn("visit_duration_s", F.lit(None).cast("double"))
+    )
+    entry = (
+        sessions.where(F.col("entry_page").isNotNull())
+        .groupBy("site_id", "day", F.col("entry_page").alias("value"))
+        .agg(
+            F.sum("pageviews").cast("long").alias("pageviews"),
+            F.count_distinct("visitor_id").alias("visitors"),
+            F.count("*").alias("sessions"),
+            F.count_if("is_bounce").alias("bounces"),
+            F.avg("duration_s").alias("visit_duration_s"),
+        )
+        .withColumn("dimension", F.lit("entry_page"))
+        .withColumn("ref", F.lit(None).cast("string"))
+        .withColumn("page", F.lit(None).cast("string"))
+    )
+    columns = ["site_id", "day", "dimension", "value", "pageviews", "visitors", "sessions", "bounces"]
+    columns += ["visit_duration_s", "ref", "page"]
+    return per_page.select(*columns).unionByName(entry.select(*columns))
+
+
+def rollup(
+    events: DataFrame, site_tz: DataFrame, days: Iterable[str | dt.date], gap_minutes: int = 30
+) -> dict[str, DataFrame]:
+    """The whole rollup of ``days`` (local days, ``YYYY-MM-DD`` strings or dates).
+
+    ``events`` are archive rows (SPARK_DDL) covering the days in every site's zone: the
+    UTC dates from the day before the first to the day after the last, so that UTC+14 and
+    UTC−12 sites are complete and sessions that began the evening before are seen whole.
+    Sessions are built over all of ``events`` and then kept by start day; everything else
+    is restricted to ``days``.
+
+    Returns ``{"daily", "hourly", "breakdowns", "sessions"}`` as produced by
+    :func:`daily_totals`, :func:`hourly_totals`, :func:`breakdowns` and :func:`sessionize`.
+    Each output re-derives the deduplicated events; the caller may persist ``events``.
+    """
+    wanted = sorted({d.isoformat() if isinstance(d, dt.date) else d for d in days})
+    local = localize(dedupe(events), site_tz)
+    human_pageviews = only_humans(local).where(F.col("type") == "pageview")
+    sessions = sessionize(human_pageviews, gap_minutes).where(F.col("day").isin(wanted))
+    in_days = local.where(F.col("day").isin(wanted))
+    return {
+        "daily": daily_totals(in_days, sessions),
+        "hourly": hourly_totals(in_days, sessions),
+        "breakdowns": breakdowns(human_pageviews.where(F.col("day").isin(wanted)), sessions),
+        "sessions": sessions,
+    }
