@@ -151,6 +151,11 @@ class Service(ABC):
     def after_start(self) -> None:  # noqa: B027 - optional hook
         """One-off set-up once healthy (topics, indexes)."""
 
+    def stop_specs(self) -> list[ProcessSpec]:
+        """Processes to stop, in order (a service may run several)."""
+        spec = self.process()
+        return [spec] if spec is not None else []
+
     def start(self) -> str:
         """Start the service if needed and wait until healthy; return a one-line status."""
         self.install()
@@ -451,6 +456,83 @@ class Spark(Service):
         return True
 
 
+class SparkCluster(Service):
+    """A local Spark standalone cluster: one master and two workers (1 core, 1 GiB each),
+    started from the pyspark install, so jobs are tested with ``--master spark://…`` as on
+    a real cluster. Not part of the default stack; ``stack start spark-cluster``."""
+
+    name = "spark-cluster"
+    port_variable = "FOOTFALL_SPARK_PORT"
+    workers = 2
+
+    @property
+    def port(self) -> int:
+        return _int_env(os.environ, self.port_variable, self.cfg.kafka_port + 30, 1024, 65534)
+
+    def install(self) -> None:
+        Spark(self.cfg).install()
+
+    def ports(self) -> list[int]:
+        return [self.port, self.port + 1]
+
+    def _spark_class(self, *args: str) -> list[str]:
+        import pyspark
+
+        return [str(Path(pyspark.__file__).parent / "bin" / "spark-class"), *args]
+
+    def _env(self) -> dict[str, str]:
+        work = self.cfg.state_dir / "spark-cluster"
+        return {
+            **os.environ,
+            "SPARK_LOG_DIR": str(work / "logs"),
+            "SPARK_WORKER_DIR": str(work / "work"),
+            "SPARK_LOCAL_DIRS": str(work / "tmp"),
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_NO_DAEMONIZE": "1",
+        }
+
+    def process(self) -> ProcessSpec:
+        argv = self._spark_class(
+            "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+            "--port", str(self.port), "--webui-port", str(self.port + 1),
+        )  # fmt: skip
+        return self.cfg.spec("spark-master", argv, env=self._env())
+
+    def worker_spec(self, index: int) -> ProcessSpec:
+        argv = self._spark_class(
+            "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{self.port}", "--host", "127.0.0.1",
+            "--cores", "1", "--memory", "1g", "--webui-port", "0",
+        )  # fmt: skip
+        return self.cfg.spec(f"spark-worker-{index}", argv, env=self._env())
+
+    @property
+    def url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    def _alive_workers(self) -> int:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port + 1}/json/", timeout=2) as resp:
+                status = json.load(resp)
+        except (OSError, ValueError):
+            return -1
+        return sum(1 for w in status.get("workers", []) if w.get("state") == "ALIVE")
+
+    def healthy(self) -> bool:
+        return self._alive_workers() >= 0
+
+    def after_start(self) -> None:
+        for index in range(1, self.workers + 1):
+            spec = self.worker_spec(index)
+            if running_pid(spec) is None:
+                start(spec)
+        wait_until(lambda: self._alive_workers() >= self.workers, self.cfg.start_timeout, "spark-cluster workers")
+
+    def stop_specs(self) -> list[ProcessSpec]:
+        return [self.worker_spec(i) for i in range(self.workers, 0, -1)] + [self.process()]
+
+
 class Chromium(Service):
     """Debian's headless Chromium for the browser tests (the tracker, the dashboard).
 
@@ -478,4 +560,5 @@ SERVICES: dict[str, type[Service]] = {
     "kafka": Kafka,
     "spark": Spark,
     "chromium": Chromium,
+    "spark-cluster": SparkCluster,
 }

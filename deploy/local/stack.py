@@ -26,12 +26,13 @@ from deploy.local.procs import StackError, kill, running_pid, stop
 from deploy.local.services import SERVICES, StackConfig
 
 ORDER = ["redis", "mongo", "kafka", "spark", "chromium"]
+OPTIONAL = ["spark-cluster"]  # started only when named; always stopped by a plain `stop`
 
 
 def _services(names: list[str], cfg: StackConfig) -> list:
     unknown = [n for n in names if n not in SERVICES]
     if unknown:
-        raise StackError(f"unknown service(s) {', '.join(unknown)}; choose from {', '.join(ORDER)}")
+        raise StackError(f"unknown service(s) {', '.join(unknown)}; choose from {', '.join(ORDER + OPTIONAL)}")
     return [SERVICES[name](cfg) for name in (names or ORDER)]
 
 
@@ -51,7 +52,8 @@ def cmd_start(cfg: StackConfig, names: list[str]) -> None:
 
 def cmd_stop(cfg: StackConfig, names: list[str]) -> None:
     specs = [] if names else [app.spec(cfg, name) for name in reversed(app.APPS)]
-    specs += [s.process() for s in reversed(_services(names, cfg)) if s.process() is not None]
+    services = _services(names, cfg) if names else _services(OPTIONAL + ORDER, cfg)
+    specs += [spec for service in reversed(services) for spec in service.stop_specs()]
     for spec in specs:
         was_running = stop(spec, timeout=60.0)
         if was_running or names:
