@@ -99,6 +99,8 @@ class StackConfig:
             "MONGO_URL": f"mongodb://127.0.0.1:{self.mongo_port}/",
             "FOOTFALL_DATA_DIR": str(self.state_dir / "data"),
             "FOOTFALL_WEB_PORT": str(self.web_port),
+            # Where `stack start spark-cluster` runs its master (for cluster tests and jobs).
+            "FOOTFALL_SPARK_CLUSTER": f"spark://127.0.0.1:{SparkCluster(self).port}",
         }
 
     def spec(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ProcessSpec:
