@@ -131,8 +131,12 @@ def run(
     loaded = []
     for start in range(0, len(days), CHUNK_DAYS):
         chunk = days[start : start + CHUNK_DAYS]
-        events = extract(spark, archive_url, sorted(site_tz), chunk)
-        loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db)
+        # Cached: the daily, hourly, breakdown and run-count outputs all start from these rows.
+        events = extract(spark, archive_url, sorted(site_tz), chunk).persist()
+        try:
+            loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db)
+        finally:
+            events.unpersist()
     return loaded
 
 

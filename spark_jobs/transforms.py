@@ -31,7 +31,7 @@ What the metrics mean (``day`` is always a local day; bots never count as humans
   (30 by default). A session belongs to the day and hour it starts in, also when it runs
   past midnight; its page views still count on the days they happened.
 * ``bounces``: sessions of exactly one page view; ``bounce_rate`` = bounces / sessions.
-* ``visit_duration_s``: mean of the sessions' (last page view − first page view) in
+* ``visit_duration_s``: mean of the sessions' (last page view - first page view) in
   seconds; a bounce lasts 0 s, as there is no later page view to measure it by.
 * ``events``: human events of every type; ``custom_events``: those that are neither
   ``pageview`` nor ``request``; ``bot_events``: events flagged ``is_bot``, of every type.
@@ -91,7 +91,7 @@ def localize(events: DataFrame, site_tz: DataFrame) -> DataFrame:
 
     Output: the input's columns plus ``local_ts`` (TIMESTAMP: the local wall-clock time,
     as ``from_utc_timestamp`` gives it), ``day`` (STRING ``YYYY-MM-DD``, local) and
-    ``local_hour`` (INT 0–23, local).
+    ``local_hour`` (INT 0 to 23, local).
     """
     # One zone per site whatever the table holds: a duplicated row must not duplicate events.
     zones = site_tz.groupBy("site_id").agg(F.min("tz").alias("_tz"))
@@ -321,7 +321,7 @@ def rollup(
 
     ``events`` are archive rows (SPARK_DDL) covering the days in every site's zone: the
     UTC dates from the day before the first to the day after the last, so that UTC+14 and
-    UTC−12 sites are complete and sessions that began the evening before are seen whole.
+    UTC-12 sites are complete and sessions that began the evening before are seen whole.
     Sessions are built over all of ``events`` and then kept by start day; everything else
     is restricted to ``days``.
 

@@ -1,0 +1,72 @@
+"""Fixtures for the Spark transform tests: one local[1] session for the whole run, and builders
+of tiny archive-shaped frames with the archive's own schema (SPARK_DDL)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable, Iterator
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from spark_jobs.schema import SPARK_DDL
+
+DAY = "2025-11-24"
+T0 = 1_763_942_400_000  # 2025-11-24 00:00:00 UTC, in ms
+MINUTE = 60_000
+HOUR = 60 * MINUTE
+
+# Every archive column left out of a test row takes this value: a human page view of "/"
+# on site "s", received when it happened, from Kafka partition 0.
+DEFAULTS: dict[str, object] = {"site_id": "s", "type": "pageview", "path": "/", "is_bot": False}
+DEFAULTS |= {"kafka_partition": 0, "kafka_offset": 0}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """A local[1] session shared by every Spark test (starting one takes seconds)."""
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines outlive pytest's log capture
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("footfall-transform-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def make_events(spark: SparkSession) -> Callable[..., DataFrame]:
+    """``make_events(*rows)``: archive rows (SPARK_DDL) from dicts giving only what a test is about.
+
+    ``received_at`` defaults to ``ts``; the UTC partition columns ``date``/``hour`` follow ``ts``.
+    """
+    schema = StructType.fromDDL(SPARK_DDL)
+
+    def build(*rows: dict[str, object]) -> DataFrame:
+        full = []
+        for row in rows:
+            values = DEFAULTS | row
+            values.setdefault("received_at", values["ts"])
+            moment = dt.datetime.fromtimestamp(int(values["ts"]) / 1000, dt.UTC)
+            values |= {"date": f"{moment:%Y-%m-%d}", "hour": f"{moment:%H}"}
+            full.append(tuple(values.get(name) for name in schema.fieldNames()))
+        return spark.createDataFrame(full, schema)
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def make_zones(spark: SparkSession) -> Callable[..., DataFrame]:
+    """``make_zones({"site": "Europe/Berlin"})``: the site_tz frame the rollup joins."""
+
+    def build(zones: dict[str, str]) -> DataFrame:
+        return spark.createDataFrame(list(zones.items()), "site_id STRING, tz STRING")
+
+    return build
