@@ -21,7 +21,7 @@ stamp="$venv/.footfall-$( (cat "$repo/pyproject.toml"; echo "$repo") | sha256sum
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing Python dependencies into $venv" >&2
   "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-  "$venv/bin/python" -m pip install --quiet -e "$repo[all,test]" >&2
+  "$venv/bin/python" -m pip install --quiet -e "$repo[all,test,bench]" >&2
   rm -f "$venv"/.footfall-*
   touch "$stamp"
 fi
