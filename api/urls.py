@@ -1,10 +1,25 @@
 """URL routes of the REST API, mounted at ``/api/v1/``."""
 
-from django.urls import path
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api.views import HealthView
+from api import views
 
 app_name = "api"
+SITE = "sites/<str:site_id>/"
 urlpatterns = [
-    path("health", HealthView.as_view(), name="health"),
+    path("health", views.HealthView.as_view(), name="health"),
+    path("schema", SpectacularAPIView.as_view(), name="schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path(SITE + "timeseries", views.TimeseriesView.as_view(), name="timeseries"),
+    path(SITE + "breakdown/<str:dimension>", views.BreakdownView.as_view(), name="breakdown"),
+    path(SITE + "referrers/<str:ref_domain>/pages", views.ReferrerPagesView.as_view(), name="referrer-pages"),
+    # A page path holds slashes: everything between pages/ and /referrers.
+    re_path(
+        r"^sites/(?P<site_id>[^/]+)/pages/(?P<page_path>.+)/referrers$",
+        views.PageReferrersView.as_view(),
+        name="page-referrers",
+    ),
+    path(SITE + "realtime", views.RealtimeView.as_view(), name="realtime"),
+    path(SITE + "aggregate", views.AggregateView.as_view(), name="aggregate"),
 ]

@@ -1,13 +1,30 @@
-"""HTTP views of the REST API."""
+"""HTTP views of the REST API: parse parameters, call the query service, render.
+
+Thin on purpose: validation lives in :mod:`api.query.params`, the lambda merge in
+:mod:`api.query.service` (shared in-process with the dashboard), auth in :mod:`api.auth`.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api import serializers as s
+from api.auth import ApiKeyAuthentication, ApiKeyRateThrottle, SiteReadAccess
 from api.health import check_all
+from api.query import params as p
+from api.query.runtime import get_service
+from api.query.service import SiteInfo
+from api.renderers import CsvRenderer
+from collector.models import ApiKey
+from realtime.queries import QueryError
 
 
 class HealthView(APIView):
@@ -16,8 +33,227 @@ class HealthView(APIView):
     authentication_classes: list = []
     permission_classes: list = []
 
+    @extend_schema(exclude=True)
     def get(self, request: Request) -> Response:
         problems = check_all(settings.FOOTFALL)
         body = {name: ("ok" if err is None else err) for name, err in problems.items()}
         healthy = all(err is None for err in problems.values())
         return Response({"status": "ok" if healthy else "degraded", "services": body}, status=200 if healthy else 503)
+
+
+# -- OpenAPI parameter declarations (shared) ---------------------------------------------
+
+SITE = OpenApiParameter("site_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="the site of the API key")
+FROM = OpenApiParameter(
+    "from", OpenApiTypes.STR, description="start (inclusive): YYYY-MM-DD (midnight in tz) or an ISO 8601 date-time"
+)
+TO = OpenApiParameter("to", OpenApiTypes.STR, description="end (exclusive), same forms as from; default now")
+TZ = OpenApiParameter("tz", OpenApiTypes.STR, description="IANA time zone of day boundaries; default the site's")
+FORMAT = OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"], description="csv: a CSV table")
+LIMIT = OpenApiParameter("limit", OpenApiTypes.INT, description=f"rows per page, 1-{p.MAX_LIMIT} (default 10)")
+PAGE = OpenApiParameter("page", OpenApiTypes.INT, description="page number from 1 (default 1)")
+ERRORS = {
+    400: OpenApiResponse(s.ErrorSerializer, description="a parameter is invalid; `error.parameter` names it"),
+    401: OpenApiResponse(s.ErrorSerializer, description="missing, unknown or revoked API key"),
+    403: OpenApiResponse(s.ErrorSerializer, description="the key lacks the read scope"),
+    404: OpenApiResponse(s.ErrorSerializer, description="no such site for this key"),
+    429: OpenApiResponse(s.ErrorSerializer, description="rate limit of the key; see Retry-After"),
+}
+
+
+class SiteView(APIView):
+    """Base of every per-site endpoint: Bearer key of that site with ``read`` scope, rate-limited."""
+
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes = [SiteReadAccess]
+    throttle_classes = [ApiKeyRateThrottle]
+    renderer_classes = [JSONRenderer]
+
+    def site(self, request: Request) -> SiteInfo:
+        key: ApiKey = request.auth
+        return SiteInfo(key.site.site_id, key.site.timezone)
+
+    @staticmethod
+    def params(request: Request) -> dict[str, str]:
+        # Only the last value of a repeated parameter counts, as with Django's QueryDict.get.
+        return {k: request.query_params.get(k, "") for k in request.query_params}
+
+    @staticmethod
+    def now() -> dt.datetime:
+        return get_service().now()
+
+
+class TimeseriesView(SiteView):
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(
+        summary="A metric over time",
+        parameters=[
+            SITE,
+            OpenApiParameter("metric", OpenApiTypes.STR, enum=list(p.METRICS), description="default pageviews"),
+            OpenApiParameter("interval", OpenApiTypes.STR, enum=list(p.INTERVALS), description="default day"),
+            FROM,
+            TO,
+            TZ,
+            OpenApiParameter(
+                "filters",
+                OpenApiTypes.STR,
+                description=f"one filter <dimension>==<value>, dimension in {', '.join(p.FILTER_DIMENSIONS)}",
+            ),
+            FORMAT,
+        ],
+        responses={200: s.TimeseriesSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str) -> Response:
+        q = self.params(request)
+        metric = p.choice(q, "metric", p.METRICS, "pageviews")
+        interval = p.choice(q, "interval", p.INTERVALS, "day")
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN[interval], p.MAX_SPAN[interval])
+        data = get_service().timeseries(site, metric, interval, rng, p.parse_filters(q.get("filters")))
+        return Response(data)
+
+
+BREAKDOWN_PARAMS = [
+    FROM,
+    TO,
+    TZ,
+    LIMIT,
+    PAGE,
+    OpenApiParameter(
+        "metrics",
+        OpenApiTypes.STR,
+        description=f"comma-separated subset of {', '.join(p.BREAKDOWN_METRICS)} (default pageviews,visitors); "
+        "sessions, bounce_rate and visit_duration exist for entry_pages only",
+    ),
+    FORMAT,
+]
+
+
+def _breakdown_args(q: dict[str, str]) -> tuple[int, int, tuple[str, ...]]:
+    limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
+    page = p.bounded_int(q, "page", 1, 1, 100_000)
+    metrics = p.parse_metrics(q.get("metrics"), p.BREAKDOWN_METRICS, ("pageviews", "visitors"))
+    return limit, page, metrics
+
+
+class BreakdownView(SiteView):
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(
+        summary="Top values of a dimension",
+        parameters=[
+            SITE,
+            OpenApiParameter("dimension", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(p.DIMENSIONS)),
+            *BREAKDOWN_PARAMS,
+        ],
+        responses={200: s.BreakdownSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str, dimension: str) -> Response:
+        q = self.params(request)
+        dim = p.dimension(dimension)
+        limit, page, metrics = _breakdown_args(q)
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        return Response(get_service().breakdown(site, dim, rng, limit, page, metrics))
+
+
+class ReferrerPagesView(SiteView):
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(
+        summary="Pages a referrer drives traffic to",
+        parameters=[
+            SITE,
+            OpenApiParameter(
+                "ref_domain",
+                OpenApiTypes.STR,
+                OpenApiParameter.PATH,
+                description="referrer domain, or (direct) for visits without a referrer",
+            ),
+            *BREAKDOWN_PARAMS,
+        ],
+        responses={200: s.BreakdownSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str, ref_domain: str) -> Response:
+        q = self.params(request)
+        ref = p.text_value(ref_domain, "ref_domain")
+        limit, page, metrics = _breakdown_args(q)
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        return Response(get_service().breakdown(site, "refpage", rng, limit, page, metrics, ref=ref))
+
+
+class PageReferrersView(SiteView):
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(
+        summary="Referrers that drive traffic to a page",
+        parameters=[
+            SITE,
+            OpenApiParameter(
+                "page_path",
+                OpenApiTypes.STR,
+                OpenApiParameter.PATH,
+                description="the page's path, with or without its leading slash (URL-encode it)",
+            ),
+            *BREAKDOWN_PARAMS,
+        ],
+        responses={200: s.BreakdownSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str, page_path: str) -> Response:
+        q = self.params(request)
+        path = p.text_value(page_path if page_path.startswith("/") else f"/{page_path}", "page_path")
+        limit, page, metrics = _breakdown_args(q)
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        return Response(get_service().breakdown(site, "refpage", rng, limit, page, metrics, path=path))
+
+
+class RealtimeView(SiteView):
+    @extend_schema(
+        summary="Right now: concurrent visitors, page views per minute, top and rising pages and referrers",
+        parameters=[
+            SITE,
+            OpenApiParameter("minutes", OpenApiTypes.INT, description="window, 1-180 minutes (default 30)"),
+            OpenApiParameter("limit", OpenApiTypes.INT, description="rows per list, 1-100 (default 10)"),
+        ],
+        responses={200: s.RealtimeSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str) -> Response:
+        q = self.params(request)
+        minutes = p.bounded_int(q, "minutes", 30, 1, 180)
+        limit = p.bounded_int(q, "limit", 10, 1, 100)
+        return Response(get_service().realtime(self.site(request), minutes, limit))
+
+
+class AggregateView(SiteView):
+    @extend_schema(
+        summary="Totals of a period, optionally against the period before",
+        parameters=[
+            SITE,
+            FROM,
+            TO,
+            TZ,
+            OpenApiParameter("compare", OpenApiTypes.STR, enum=["previous_period", "none"], description="default none"),
+        ],
+        responses={200: s.AggregateSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str) -> Response:
+        q = self.params(request)
+        compare = p.choice(q, "compare", ("previous_period", "none"), "none") == "previous_period"
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        return Response(get_service().aggregate(site, rng, compare))
+
+
+__all__ = [
+    "AggregateView",
+    "BreakdownView",
+    "HealthView",
+    "PageReferrersView",
+    "QueryError",
+    "RealtimeView",
+    "ReferrerPagesView",
+    "TimeseriesView",
+]

@@ -65,6 +65,7 @@ class Config:
     invalid_topic: str
     redis_url: str
     celery_broker_url: str
+    cache_url: str
     mongo_url: str
     mongo_db: str
     spark_master: str
@@ -77,6 +78,7 @@ class Config:
     client_burst: int
     ingest_max_age_ms: int
     realtime_retention_s: int
+    api_rate_per_minute: int
 
     @property
     def archive_is_local(self) -> bool:
@@ -110,6 +112,7 @@ def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
         # Celery's broker lives in its own Redis database so a FLUSHDB of counters in a
         # test or a rebuild can never drop queued tasks.
         celery_broker_url=_url(env, "CELERY_BROKER_URL", ("redis", "rediss"), _with_db(redis_url, 1)),
+        cache_url=_url(env, "FOOTFALL_CACHE_URL", ("redis", "rediss", "unix"), _with_db(redis_url, 2)),
         mongo_url=_url(env, "MONGO_URL", ("mongodb", "mongodb+srv"), f"mongodb://127.0.0.1:{LOCAL_PORTS['mongo']}/"),
         mongo_db=_name(env, "MONGO_DB", "footfall"),
         spark_master=_spark_master(env),
@@ -126,6 +129,7 @@ def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
         # (older days are backfilled with the import command and a re-rollup).
         ingest_max_age_ms=_int(env, "FOOTFALL_INGEST_MAX_AGE_HOURS", 7 * 24, low=1, high=24 * 366) * 3_600_000,
         realtime_retention_s=_int(env, "FOOTFALL_REALTIME_RETENTION_HOURS", 48, low=1, high=24 * 31) * 3600,
+        api_rate_per_minute=_int(env, "FOOTFALL_API_RATE_PER_MINUTE", 600, low=1, high=1_000_000),
     )
 
 

@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "collector",
     "realtime",
     "historical",
@@ -92,6 +94,32 @@ STATIC_ROOT = FOOTFALL.data_dir / "static"
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Footfall API",
+    "DESCRIPTION": (
+        "Clickstream analytics of your sites: time series, breakdowns, referrer flows, realtime and totals. "
+        "Settled days come from the exact nightly rollups, recent minutes from the realtime counters; every "
+        "answer says which in `sources`. Authenticate with `Authorization: Bearer <api key>`."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",  # served by this app: a self-hosted product needs no CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# The cache holds the API's per-key rate-limit counters, shared by every web process; it
+# has a Redis database of its own so flushing realtime counters never touches it.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": FOOTFALL.cache_url,
+        "KEY_PREFIX": "ff:cache",
+        "TIMEOUT": 300,
+    }
 }
 
 # Celery reads every CELERY_* name below (see footfall/celery_app.py).

@@ -1,0 +1,25 @@
+"""One JSON error shape for the whole API: ``{"error": {"parameter": name | null, "message": text}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from realtime.queries import QueryError
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Query errors become 400 naming the parameter; DRF's own errors (401, 403, 404, 405,
+    429 with ``Retry-After``) keep their status and headers but take the same body shape."""
+    if isinstance(exc, QueryError):
+        message = str(exc).removeprefix(f"{exc.parameter}: ")
+        return Response({"error": {"parameter": exc.parameter, "message": message}}, status=status.HTTP_400_BAD_REQUEST)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None  # an unexpected error: Django's 500 handling (and logging) applies
+    detail = response.data.get("detail") if isinstance(response.data, dict) else response.data
+    response.data = {"error": {"parameter": None, "message": str(detail)}}
+    return response

@@ -1,0 +1,18 @@
+"""The query service of this process, from Footfall's configuration (created on first use)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from api.query.service import QueryService
+from collector.runtime import footfall_config
+from historical.store import connect
+from realtime.queries import RealtimeQueries
+from realtime.runtime import get_store
+
+
+@cache
+def get_service() -> QueryService:
+    cfg = footfall_config()
+    _, db = connect(cfg.mongo_url, cfg.mongo_db)
+    return QueryService(db, RealtimeQueries(get_store()), cfg.realtime_retention_s)

@@ -1,0 +1,361 @@
+"""The serving layer: answers the API's and the dashboard's questions from both stores.
+
+Each query's range is cut by :mod:`api.query.plan` into settled days (Mongo rollups, exact)
+and the rest (Redis counters, minute resolution, within retention); the answers are
+stitched and every response says in ``sources`` which part came from where, what could
+not be answered and how visitors were counted. Arguments are validated values (see
+:mod:`api.query.params`); results are plain JSON-ready dicts.
+
+Visitors. A bucket served by the batch layer has the exact number of distinct visitor ids;
+a realtime bucket a HyperLogLog estimate (±0.81 %). Visitor ids are cookieless and rotate
+daily (``collector/salts.py``), so nobody can be recognised across days: over a multi-day
+range the count is the sum of the days' counts, and the response says so — it is what the
+data can honestly support, not a shortcut.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from pymongo.database import Database
+
+from api.query import history
+from api.query.params import BATCH_ONLY_DIMENSIONS, MAX_LIMIT, Filter, Range
+from api.query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
+from realtime.keys import DIMENSIONS as REALTIME_DIMENSIONS
+from realtime.queries import QueryError, RealtimeQueries
+
+MAX_BUCKETS = 5000
+REALTIME_TOP = 1000  # values per realtime piece merged into a breakdown (the long tail beyond is cut)
+RATIO_METRICS = ("bounce_rate", "visit_duration")
+SESSION_METRICS = ("sessions", "bounce_rate", "visit_duration")
+
+VISITORS_EXACT = "exact: distinct visitor ids (batch layer)"
+VISITORS_HLL = "estimate: HyperLogLog merge of the realtime counters (standard error 0.81 %)"
+VISITORS_DAILY_SUM = (
+    "sum of per-day counts: cookieless visitor ids rotate daily, so a visitor returning on another day "
+    "counts again; each day's count is exact where settled, a HyperLogLog estimate elsewhere"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SiteInfo:
+    site_id: str
+    tz: str
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.isoformat()
+
+
+def _span(pieces: list[Piece]) -> dict[str, object]:
+    if not pieces:
+        return {"buckets": 0, "from": None, "to": None}
+    return {"buckets": len(pieces), "from": _iso(pieces[0].start), "to": _iso(pieces[-1].end)}
+
+
+class QueryService:
+    """One query layer over Mongo (settled) and Redis (recent), for the API and the dashboard."""
+
+    def __init__(
+        self,
+        db: Database,
+        realtime: RealtimeQueries,
+        retention_s: int,
+        now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        self.db = db
+        self.rt = realtime
+        self.retention_s = retention_s
+        self.now = now
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _settled(self, site: SiteInfo, start: dt.datetime, end: dt.datetime) -> set[str]:
+        tz = ZoneInfo(site.tz)
+        first, last = site_day(start, tz), site_day(end - dt.timedelta(microseconds=1), tz)
+        days = [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+        return history.settled_days(self.db, site.site_id, days)
+
+    def _sources(self, pieces: list[Piece], site: SiteInfo, notes: list[str]) -> dict[str, object]:
+        by = {src: [p for p in pieces if p.source == src] for src in ("batch", "realtime", "missing")}
+        return {
+            "batch": {**_span(by["batch"]), "days": sorted({p.day for p in by["batch"] if p.day})},
+            "realtime": _span(by["realtime"]),
+            "missing": _span(by["missing"]),
+            "watermark": history.watermark(self.db, site.site_id),
+            "notes": notes,
+        }
+
+    # -- time series ---------------------------------------------------------------------
+
+    def timeseries(
+        self, site: SiteInfo, metric: str, interval: str, rng: Range, filter_: Filter | None = None
+    ) -> dict[str, object]:
+        """One value per ``interval`` bucket of the range (``None`` where no layer has it)."""
+        bks = buckets(rng.start, rng.end, interval, rng.tz)
+        if len(bks) > MAX_BUCKETS:
+            raise QueryError("interval", f"the range holds more than {MAX_BUCKETS} {interval}s; use a coarser interval")
+        site_tz = ZoneInfo(site.tz)
+        settled = self._settled(site, bks[0][0], bks[-1][1])
+        window = realtime_window_start(self.now(), self.retention_s)
+        pieces = [classify_bucket(s, e, site_tz, settled, window) for s, e in bks]
+        values: list[float | int | None] = [None] * len(pieces)
+        notes: list[str] = []
+
+        batch_days = {p.day for p in pieces if p.source == "batch" and p.day}
+        if filter_ is not None:
+            docs = history.filtered_daily(self.db, site.site_id, filter_.dimension, filter_.value, batch_days)
+        else:
+            docs = history.daily(self.db, site.site_id, batch_days)
+        hours = any(p.hour is not None for p in pieces if p.source == "batch")
+        hour_docs = history.hourly(self.db, site.site_id, batch_days) if hours and filter_ is None else {}
+        for i, p in enumerate(pieces):
+            if p.source != "batch" or p.day is None:
+                continue
+            if p.hour is None:
+                values[i] = _batch_value(metric, docs.get(p.day), filtered=filter_ is not None)
+            elif filter_ is None and metric in {"pageviews", "visitors", "sessions"}:
+                doc = hour_docs.get((p.day, p.hour))
+                values[i] = int(doc.get(metric) or 0) if doc else 0
+        if filter_ is not None and hours:
+            notes.append("settled hours cannot be filtered: filtered series are per day in the batch layer")
+        if filter_ is not None and metric not in {"pageviews", "visitors"}:
+            notes.append(f"{metric} is not broken down by dimension; filtered values are null")
+        if metric in RATIO_METRICS and hours:
+            notes.append(f"{metric} is rolled up per day, not per hour")
+
+        realtime = [(i, p) for i, p in enumerate(pieces) if p.source == "realtime"]
+        if realtime and metric in {"pageviews", "visitors"}:
+            rt_filter = (filter_.dimension, filter_.value) if filter_ else None
+            got = self.rt.spans(site.site_id, metric, [(ms(p.start), ms(p.end)) for _, p in realtime], rt_filter)
+            for (i, _), value in zip(realtime, got, strict=True):
+                values[i] = value
+        elif realtime:
+            notes.append(f"{metric} needs sessions, which only the nightly rollup builds: null until the day settles")
+        if any(p.source == "missing" for p in pieces):
+            notes.append("null where the period is older than the realtime window and not rolled up yet")
+        if metric == "visitors":
+            kinds = {p.source for p in pieces} - {"missing"}
+            notes.append(
+                "visitors per bucket: "
+                + "; ".join(
+                    text for kind, text in (("batch", VISITORS_EXACT), ("realtime", VISITORS_HLL)) if kind in kinds
+                )
+            )
+        return {
+            "site_id": site.site_id,
+            "metric": metric,
+            "interval": interval,
+            "tz": rng.tz.key,
+            "points": [
+                {"t": _iso(p.start), "value": v, "source": p.source} for p, v in zip(pieces, values, strict=True)
+            ],
+            "sources": self._sources(pieces, site, notes),
+        }
+
+    # -- totals --------------------------------------------------------------------------
+
+    def totals(self, site: SiteInfo, start: dt.datetime, end: dt.datetime) -> tuple[dict[str, object], list[Piece]]:
+        """Page views, visitors, sessions, bounce rate and visit duration of ``[start, end)``."""
+        site_tz = ZoneInfo(site.tz)
+        settled = self._settled(site, start, end)
+        pieces = split(start, end, site_tz, settled, realtime_window_start(self.now(), self.retention_s))
+        sums = history.Sums()
+        for doc in history.daily(self.db, site.site_id, {p.day for p in pieces if p.source == "batch"}).values():
+            sums.add(doc)
+        pageviews, visitors = sums.pageviews, sums.visitors
+        for p in pieces:
+            if p.source == "realtime":
+                got = self.rt.totals(site.site_id, ms(p.start), ms(p.end))
+                pageviews += got["pageviews"]
+                visitors += got["visitors"]
+        has_batch = any(p.source == "batch" for p in pieces)
+        return {
+            "pageviews": pageviews,
+            "visitors": visitors,
+            "sessions": sums.sessions if has_batch else None,
+            "bounce_rate": round(sums.bounces / sums.sessions, 6) if sums.sessions else None,
+            "visit_duration": round(sums.duration_s / sums.sessions, 3) if sums.sessions else None,
+        }, pieces
+
+    def aggregate(self, site: SiteInfo, rng: Range, compare: bool) -> dict[str, object]:
+        """Totals of the range and, with ``compare``, of the period of equal length before it."""
+        current, pieces = self.totals(site, rng.start, rng.end)
+        previous: dict[str, object] = {}
+        if compare:
+            previous, _ = self.totals(site, rng.start - (rng.end - rng.start), rng.start)
+        results = {}
+        for name, value in current.items():
+            entry: dict[str, object] = {"value": value}
+            if compare:
+                before = previous[name]
+                entry["previous"] = before
+                entry["change"] = (
+                    round((value - before) / before, 6) if isinstance(value, int | float) and before else None
+                )
+            results[name] = entry
+        notes = [self._visitor_note(pieces, rng)]
+        if any(p.source == "realtime" for p in pieces):
+            notes.append("sessions, bounce_rate and visit_duration cover the settled days only")
+        if any(p.source == "missing" for p in pieces):
+            notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
+        return {
+            "site_id": site.site_id,
+            "from": _iso(rng.start),
+            "to": _iso(rng.end),
+            "tz": rng.tz.key,
+            "results": results,
+            "sources": self._sources(pieces, site, notes),
+        }
+
+    @staticmethod
+    def _visitor_note(pieces: list[Piece], rng: Range) -> str:
+        kinds = {p.source for p in pieces} - {"missing"}
+        if len(pieces) > 1 or rng.end - rng.start > dt.timedelta(days=1):
+            return f"visitors: {VISITORS_DAILY_SUM}"
+        return f"visitors: {VISITORS_EXACT if kinds == {'batch'} else VISITORS_HLL}"
+
+    # -- breakdowns ----------------------------------------------------------------------
+
+    def breakdown(
+        self,
+        site: SiteInfo,
+        dim: str,
+        rng: Range,
+        limit: int,
+        page: int,
+        metrics: tuple[str, ...],
+        *,
+        ref: str | None = None,
+        path: str | None = None,
+    ) -> dict[str, object]:
+        """Values of ``dim`` ranked by page views over the range, one page of ``limit``.
+
+        With ``dim == "refpage"`` and ``ref`` (or ``path``) set: the pages that referrer
+        drives traffic to (or the referrers of that page)."""
+        site_tz = ZoneInfo(site.tz)
+        settled = self._settled(site, rng.start, rng.end)
+        pieces = split(rng.start, rng.end, site_tz, settled, realtime_window_start(self.now(), self.retention_s))
+        notes = []
+        days = {p.day for p in pieces if p.source == "batch" and p.day}
+        merged = history.breakdown(self.db, site.site_id, dim, days, ref=ref, page=path)
+        realtime = [p for p in pieces if p.source == "realtime"]
+        if realtime and dim in BATCH_ONLY_DIMENSIONS:
+            notes.append(f"{dim} needs sessions, which only the nightly rollup builds: recent days are not included")
+        elif realtime and dim in REALTIME_DIMENSIONS:
+            for p in realtime:
+                start, end = ms(p.start), ms(p.end)
+                if ref is not None:
+                    rows = self.rt.referrer_pages(site.site_id, ref, start, end, REALTIME_TOP)
+                elif path is not None:
+                    rows = self.rt.page_referrers(site.site_id, path, start, end, REALTIME_TOP)
+                else:
+                    rows = self.rt.top(site.site_id, dim, start, end, REALTIME_TOP)
+                for row in rows:
+                    sums = merged.setdefault(row.value, history.Sums())
+                    sums.pageviews += row.pageviews
+                    sums.visitors += row.visitors
+            notes.append(f"realtime part: the top {REALTIME_TOP} values of each period")
+        if any(p.source == "missing" for p in pieces):
+            notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
+        notes.append(f"visitors: {VISITORS_DAILY_SUM}")
+        ranked = sorted(merged.items(), key=lambda kv: (-kv[1].pageviews, kv[0]))
+        chosen = ranked[(page - 1) * limit : page * limit]
+        return {
+            "site_id": site.site_id,
+            "from": _iso(rng.start),
+            "to": _iso(rng.end),
+            "tz": rng.tz.key,
+            "results": [_row(value, sums, metrics, dim) for value, sums in chosen],
+            "page": page,
+            "limit": limit,
+            "total": len(ranked),
+            "sources": self._sources(pieces, site, notes),
+        }
+
+    # -- right now -----------------------------------------------------------------------
+
+    def realtime(self, site: SiteInfo, minutes: int, limit: int = 10) -> dict[str, object]:
+        """The live view: concurrent visitors, page views per minute, top and rising values."""
+        now = self.now()
+        now_ms = ms(now)
+        end = (now_ms // 60_000 + 1) * 60_000
+        start = end - minutes * 60_000
+        sid = site.site_id
+        series = self.rt.timeseries(sid, "pageviews", start, end, "minute")
+        totals = self.rt.totals(sid, start, end)
+
+        def rows(dim: str) -> list[dict[str, object]]:
+            return [
+                {"value": r.value, "pageviews": r.pageviews, "visitors": r.visitors}
+                for r in self.rt.top(sid, dim, start, end, limit)
+            ]
+
+        def rising(dim: str) -> list[dict[str, object]]:
+            return [
+                {"value": r.value, "recent": r.recent, "baseline_mean": r.baseline_mean, "z": r.z}
+                for r in self.rt.rising(sid, dim, now_ms, limit=limit)
+            ]
+
+        return {
+            "site_id": sid,
+            "minutes": minutes,
+            "now": _iso(now),
+            "concurrent_visitors": self.rt.concurrent(sid, now_ms),
+            "pageviews": totals["pageviews"],
+            "visitors": totals["visitors"],
+            "pageviews_per_minute": [
+                {"t": _iso(dt.datetime.fromtimestamp(t / 1000, dt.UTC)), "value": v} for t, v in series
+            ],
+            "top_pages": rows("page"),
+            "top_referrers": rows("ref"),
+            "rising_pages": rising("page"),
+            "rising_referrers": rising("ref"),
+            "flows": [
+                {"referrer": ref, "page": page, "pageviews": pv}
+                for ref, page, pv in self.rt.flows(sid, start, end, limit=min(MAX_LIMIT, 4 * limit))
+            ],
+            "sources": {
+                "realtime": {
+                    "from": _iso(dt.datetime.fromtimestamp(start / 1000, dt.UTC)),
+                    "to": _iso(dt.datetime.fromtimestamp(end / 1000, dt.UTC)),
+                },
+                "notes": [f"visitors: {VISITORS_HLL}", "concurrent: visitors seen in the last 5 minutes"],
+            },
+        }
+
+
+def _batch_value(metric: str, doc: dict | None, filtered: bool) -> float | int | None:
+    if filtered:
+        if metric not in {"pageviews", "visitors"}:
+            return None
+        return int(doc.get(metric) or 0) if doc else 0
+    if doc is None:
+        return 0 if metric in {"pageviews", "visitors", "sessions"} else None
+    if metric == "bounce_rate":
+        return doc.get("bounce_rate") if doc.get("sessions") else None
+    if metric == "visit_duration":
+        return doc.get("visit_duration_s") if doc.get("sessions") else None
+    return int(doc.get(metric) or 0)
+
+
+def _row(value: str, sums: history.Sums, metrics: tuple[str, ...], dim: str) -> dict[str, object]:
+    row: dict[str, object] = {"value": value}
+    for name in metrics:
+        if name == "pageviews":
+            row[name] = sums.pageviews
+        elif name == "visitors":
+            row[name] = sums.visitors
+        elif dim != "entry_page":
+            row[name] = None  # sessions are per entry page only
+        elif name == "sessions":
+            row[name] = sums.sessions
+        elif name == "bounce_rate":
+            row[name] = round(sums.bounces / sums.sessions, 6) if sums.sessions else None
+        else:
+            row[name] = round(sums.duration_s / sums.sessions, 3) if sums.sessions else None
+    return row

@@ -1,0 +1,159 @@
+"""Shapes of the API's responses, for the generated OpenAPI schema (and its fuzz tests).
+
+The views return the query service's dicts directly; these serializers only describe them.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from api.query.params import METRICS
+
+SOURCES = ("batch", "realtime", "missing")
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    parameter = serializers.CharField(allow_null=True, help_text="the query parameter at fault, if any")
+    message = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
+
+
+class SpanSerializer(serializers.Serializer):
+    buckets = serializers.IntegerField(help_text="buckets (time series) or pieces (other queries) from this source")
+    # Plain strings, not date-time: a source's span may be absent (null).
+    from_ = serializers.CharField(allow_null=True)
+    to = serializers.CharField(allow_null=True)
+
+    def get_fields(self) -> dict:
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+
+class BatchSpanSerializer(SpanSerializer):
+    days = serializers.ListField(child=serializers.CharField(), help_text="settled site-local days used")
+
+
+class SourcesSerializer(serializers.Serializer):
+    batch = BatchSpanSerializer(help_text="exact nightly rollups in MongoDB")
+    realtime = SpanSerializer(help_text="minutely counters in Redis")
+    missing = SpanSerializer(help_text="older than the realtime window and not rolled up yet")
+    watermark = serializers.CharField(allow_null=True, help_text="the latest settled day of the site")
+    notes = serializers.ListField(child=serializers.CharField(), help_text="how values were obtained")
+
+
+class PointSerializer(serializers.Serializer):
+    t = serializers.DateTimeField(help_text="bucket start, in the requested time zone")
+    value = serializers.FloatField(allow_null=True, help_text="null where no layer holds the value")
+    source = serializers.ChoiceField(choices=SOURCES)
+
+
+class TimeseriesSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    metric = serializers.ChoiceField(choices=METRICS)
+    interval = serializers.ChoiceField(choices=("minute", "hour", "day"))
+    tz = serializers.CharField()
+    points = PointSerializer(many=True)
+    sources = SourcesSerializer()
+
+
+class RowSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    pageviews = serializers.IntegerField(required=False)
+    visitors = serializers.IntegerField(required=False)
+    sessions = serializers.IntegerField(required=False, allow_null=True)
+    bounce_rate = serializers.FloatField(required=False, allow_null=True)
+    visit_duration = serializers.FloatField(required=False, allow_null=True)
+
+
+class BreakdownSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    from_ = serializers.DateTimeField()
+    to = serializers.DateTimeField()
+    tz = serializers.CharField()
+    results = RowSerializer(many=True)
+    page = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="number of distinct values over all pages")
+    sources = SourcesSerializer()
+
+    def get_fields(self) -> dict:
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+
+class TotalSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    previous = serializers.FloatField(allow_null=True, required=False)
+    change = serializers.FloatField(allow_null=True, required=False, help_text="(value - previous) / previous")
+
+
+class TotalsSerializer(serializers.Serializer):
+    pageviews = TotalSerializer()
+    visitors = TotalSerializer()
+    sessions = TotalSerializer()
+    bounce_rate = TotalSerializer()
+    visit_duration = TotalSerializer()
+
+
+class AggregateSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    from_ = serializers.DateTimeField()
+    to = serializers.DateTimeField()
+    tz = serializers.CharField()
+    results = TotalsSerializer()
+    sources = SourcesSerializer()
+
+    def get_fields(self) -> dict:
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+
+class LiveRowSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    pageviews = serializers.IntegerField()
+    visitors = serializers.IntegerField()
+
+
+class RisingSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    recent = serializers.IntegerField(help_text="page views in the last 10 minutes")
+    baseline_mean = serializers.FloatField(help_text="mean page views per 10 minutes over the 3 hours before")
+    z = serializers.FloatField(help_text="how unusual the recent count is against the baseline")
+
+
+class FlowSerializer(serializers.Serializer):
+    referrer = serializers.CharField()
+    page = serializers.CharField()
+    pageviews = serializers.IntegerField()
+
+
+class LivePointSerializer(serializers.Serializer):
+    t = serializers.DateTimeField()
+    value = serializers.IntegerField()
+
+
+class LiveSourcesSerializer(serializers.Serializer):
+    realtime = serializers.DictField(child=serializers.CharField())
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class RealtimeSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    minutes = serializers.IntegerField()
+    now = serializers.DateTimeField()
+    concurrent_visitors = serializers.IntegerField(help_text="visitors seen in the last 5 minutes")
+    pageviews = serializers.IntegerField()
+    visitors = serializers.IntegerField()
+    pageviews_per_minute = LivePointSerializer(many=True)
+    top_pages = LiveRowSerializer(many=True)
+    top_referrers = LiveRowSerializer(many=True)
+    rising_pages = RisingSerializer(many=True)
+    rising_referrers = RisingSerializer(many=True)
+    flows = FlowSerializer(many=True)
+    sources = LiveSourcesSerializer()

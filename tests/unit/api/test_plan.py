@@ -1,0 +1,112 @@
+"""The range planner: settled days from the batch layer, the rest from Redis, no gaps, no overlaps."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from zoneinfo import ZoneInfo
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from api.query.plan import buckets, classify_bucket, local_midnight, realtime_window_start, split
+
+NY = ZoneInfo("America/New_York")
+UTC = dt.UTC
+
+
+def at(day: str, hour: int = 0, tz: ZoneInfo = NY) -> dt.datetime:
+    return dt.datetime.combine(dt.date.fromisoformat(day), dt.time(hour), tz)
+
+
+def test_settled_whole_days_come_from_batch_the_rest_from_realtime() -> None:
+    pieces = split(at("2026-11-01", 6), at("2026-11-04", 12), NY, {"2026-11-02", "2026-11-03"}, at("2026-10-01"), True)
+    assert [(p.source, p.day, p.start, p.end) for p in pieces] == [
+        ("realtime", None, at("2026-11-01", 6), at("2026-11-02")),
+        ("batch", "2026-11-02", at("2026-11-02"), at("2026-11-03")),
+        ("batch", "2026-11-03", at("2026-11-03"), at("2026-11-04")),
+        ("realtime", None, at("2026-11-04"), at("2026-11-04", 12)),
+    ]
+
+
+def test_a_settled_day_cut_by_the_range_is_not_served_from_batch() -> None:
+    pieces = split(at("2026-11-02", 12), at("2026-11-03"), NY, {"2026-11-02"}, at("2026-10-01"))
+    assert [p.source for p in pieces] == ["realtime"]
+
+
+def test_older_than_the_window_and_unsettled_is_missing() -> None:
+    window = at("2026-11-03", 5)
+    pieces = split(at("2026-11-01"), at("2026-11-04"), NY, {"2026-11-01"}, window, merge=True)
+    assert [(p.source, p.start, p.end) for p in pieces] == [
+        ("batch", at("2026-11-01"), at("2026-11-02")),
+        ("missing", at("2026-11-02"), window),
+        ("realtime", window, at("2026-11-04")),
+    ]
+    # Unmerged, no piece crosses a site-local midnight (visitors are counted per day).
+    pieces = split(at("2026-11-01"), at("2026-11-04"), NY, {"2026-11-01"}, window)
+    assert [(p.source, p.start, p.end) for p in pieces] == [
+        ("batch", at("2026-11-01"), at("2026-11-02")),
+        ("missing", at("2026-11-02"), at("2026-11-03")),
+        ("missing", at("2026-11-03"), window),
+        ("realtime", window, at("2026-11-04")),
+    ]
+
+
+def test_dst_day_has_25_hours_and_its_midnights_are_local() -> None:
+    # 2026-11-01: New York falls back; the local day is 25 hours long.
+    day_start, next_day = local_midnight(dt.date(2026, 11, 1), NY), local_midnight(dt.date(2026, 11, 2), NY)
+    assert next_day.astimezone(UTC) - day_start.astimezone(UTC) == dt.timedelta(hours=25)
+    hours = buckets(at("2026-11-01"), at("2026-11-02"), "hour", NY)
+    assert len(hours) == 25
+    days = buckets(at("2026-10-30"), at("2026-11-03"), "day", NY)
+    assert [b[0].date().isoformat() for b in days] == ["2026-10-30", "2026-10-31", "2026-11-01", "2026-11-02"]
+
+
+def test_buckets_from_batch_only_when_they_are_exactly_a_settled_day_or_hour() -> None:
+    window = at("2026-11-10")
+    day = classify_bucket(at("2026-11-02"), at("2026-11-03"), NY, {"2026-11-02"}, window)
+    assert (day.source, day.day, day.hour) == ("batch", "2026-11-02", None)
+    hour = classify_bucket(at("2026-11-02", 7), at("2026-11-02", 8), NY, {"2026-11-02"}, window)
+    assert (hour.source, hour.hour) == ("batch", 7)
+    # A day bucket in another zone is not a site day: it cannot come from the daily rollup.
+    tokyo = ZoneInfo("Asia/Tokyo")
+    other = classify_bucket(at("2026-11-02", tz=tokyo), at("2026-11-03", tz=tokyo), NY, {"2026-11-01"}, window)
+    assert other.source == "missing"
+    minute = classify_bucket(at("2026-11-02", 7), at("2026-11-02", 7) + dt.timedelta(minutes=1), NY, {"2026-11-02"},
+                             at("2026-11-01"))  # fmt: skip
+    assert minute.source == "realtime"
+
+
+def test_realtime_window_starts_on_a_whole_minute_inside_retention() -> None:
+    now = dt.datetime(2026, 11, 3, 10, 30, 45, tzinfo=UTC)
+    start = realtime_window_start(now, 48 * 3600)
+    assert start == dt.datetime(2026, 11, 1, 10, 31, tzinfo=UTC)
+
+
+settled_days = st.sets(st.sampled_from([f"2026-11-{d:02d}" for d in range(1, 11)]))
+offsets = st.integers(min_value=0, max_value=10 * 24 * 60)
+
+
+@given(settled_days, offsets, offsets, offsets, st.sampled_from(["America/New_York", "Asia/Kolkata", "UTC"]))
+def test_pieces_cover_the_range_exactly_once(settled: set[str], a: int, b: int, w: int, tz_name: str) -> None:
+    tz = ZoneInfo(tz_name)
+    base = dt.datetime(2026, 11, 1, tzinfo=tz).astimezone(UTC)  # absolute minutes across the DST change
+    start, end = sorted((base + dt.timedelta(minutes=a), base + dt.timedelta(minutes=b)))
+    window = base + dt.timedelta(minutes=w)
+    pieces = split(start, end, tz, settled, window, merge=bool(a % 2))
+    if start == end:
+        assert pieces == []
+        return
+    assert pieces[0].start == start
+    assert pieces[-1].end == end
+    for left, right in itertools.pairwise(pieces):
+        assert left.end == right.start
+    for p in pieces:
+        assert p.start < p.end
+        if p.source == "batch":
+            assert p.day in settled
+            assert p.start == local_midnight(dt.date.fromisoformat(p.day), tz).astimezone(UTC)
+        elif p.source == "missing":
+            assert p.end <= window
+        else:
+            assert p.start >= window
