@@ -37,72 +37,111 @@ class Batch:
         return len(self.dedup_keys)
 
 
+_DIMENSIONS = frozenset(DIMENSIONS)
+
+
 def dimension_values(event: Event) -> dict[str, str]:
     """The breakdown values of a page view (absent ones are left out, never guessed)."""
     ref = event.ref_domain or "(direct)"
+    utm, ua = event.utm, event.ua
     values = {
         "page": event.path,
         "ref": ref,
         "refurl": event.referrer,
         "refpage": f"{ref}\x1f{event.path}" if event.path else None,
         "ref_type": event.ref_type,
-        "utm_source": event.utm.source if event.utm else None,
-        "utm_medium": event.utm.medium if event.utm else None,
-        "utm_campaign": event.utm.campaign if event.utm else None,
-        "browser": event.ua.browser if event.ua else None,
-        "os": event.ua.os if event.ua else None,
-        "device": event.ua.device if event.ua else None,
+        "utm_source": utm.source if utm else None,
+        "utm_medium": utm.medium if utm else None,
+        "utm_campaign": utm.campaign if utm else None,
+        "browser": ua.browser if ua else None,
+        "os": ua.os if ua else None,
+        "device": ua.device if ua else None,
         "country": event.country,
     }
-    return {dim: value for dim, value in values.items() if value and dim in DIMENSIONS}
+    return {dim: value for dim, value in values.items() if value and dim in _DIMENSIONS}
+
+
+@dataclass
+class _Minute:
+    """What the events of one site and minute add up to; keys are built once per bucket in :func:`_emit`."""
+
+    hincr: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # counter field -> increment
+    visitors: set[str] = field(default_factory=set)
+    top: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))  # (dim, value) -> page views
+    dim_visitors: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
 def aggregate(events: Iterable[Event], layout: KeyLayout, now_ms: int) -> Batch:
-    """Sum ``events`` into one :class:`Batch`; events older than the window count as late."""
+    """Sum ``events`` into one :class:`Batch`; events older than the window count as late.
+
+    Events are first summed per site and minute with plain tuples as keys; Redis key names
+    are formatted once per bucket and value, not once per event (the hot loop of a worker)."""
     batch = Batch()
     oldest = now_ms - layout.retention_s * 1000
+    dedup_keys, seen_at = batch.dedup_keys, batch.seen_at
+    minutes: dict[tuple[str, int], _Minute] = {}
+    active_expires: dict[str, int] = {}  # site -> latest expiry of the minutes its visitors were seen in
     for event in events:
         if event.ts < oldest:
             batch.late += 1
             continue
         dedup = layout.dedup(event.site_id, event.event_id)
-        if dedup in batch.dedup_keys:
+        if dedup in dedup_keys:
             batch.duplicates_in_batch += 1
             continue
-        batch.dedup_keys[dedup] = event
-        _add(batch, event, layout)
+        dedup_keys[dedup] = event
+        site, minute = event.site_id, event.ts // 60_000
+        bucket = minutes.get((site, minute))
+        if bucket is None:
+            bucket = minutes[(site, minute)] = _Minute()
+        hincr = bucket.hincr
+        hincr["events"] += 1
+        if event.ua is not None and event.ua.is_bot:
+            hincr["bot_events"] += 1  # counted apart, as the batch layer does
+            continue
+        hincr[f"event:{event.type}"] += 1
+        visitor = event.visitor_id
+        if visitor:
+            bucket.visitors.add(visitor)
+            active = (layout.active(site), visitor)
+            seen_at[active] = max(event.ts, seen_at.get(active, 0))
+            active_expires[site] = max(layout.expires_at(minute), active_expires.get(site, 0))
+        if event.type != "pageview":
+            continue
+        hincr["pageviews"] += 1
+        top, dim_visitors = bucket.top, bucket.dim_visitors
+        for pair in dimension_values(event).items():
+            top[pair] += 1
+            if visitor:
+                dim_visitors[pair].add(visitor)
+    for (site, minute), bucket in minutes.items():
+        _emit(batch, layout, site, minute, bucket)
+    for site, expires in active_expires.items():
+        batch.expire_at[layout.active(site)] = expires
     return batch
 
 
-def _add(batch: Batch, event: Event, layout: KeyLayout) -> None:
-    site, minute = event.site_id, event.ts // 60_000
+def _emit(batch: Batch, layout: KeyLayout, site: str, minute: int, bucket: _Minute) -> None:
+    """Turn one bucket's sums into the batch's keyed operations and expiry times."""
     expires = layout.expires_at(minute)
     counters = layout.counters(site, minute)
     batch.expire_at[counters] = expires
-    batch.hincr[(counters, "events")] += 1
-    if event.ua is not None and event.ua.is_bot:
-        batch.hincr[(counters, "bot_events")] += 1  # counted apart, as the batch layer does
-        return
-    batch.hincr[(counters, f"event:{event.type}")] += 1
-    visitor = event.visitor_id
-    if visitor:
+    for name, incr in bucket.hincr.items():
+        batch.hincr[(counters, name)] += incr
+    if bucket.visitors:
         uv = layout.visitors(site, minute)
-        batch.pfadd[uv].add(visitor)
+        batch.pfadd[uv] |= bucket.visitors
         batch.expire_at[uv] = expires
-        active = layout.active(site)
-        batch.seen_at[(active, visitor)] = max(event.ts, batch.seen_at.get((active, visitor), 0))
-        batch.expire_at[active] = expires
-    if event.type != "pageview":
-        return
-    batch.hincr[(counters, "pageviews")] += 1
-    for dim, value in dimension_values(event).items():
-        top = layout.top(site, minute, dim)
-        batch.zincr[(top, value)] += 1
-        batch.expire_at[top] = expires
-        if visitor:
-            uv = layout.dim_visitors(site, minute, dim, value)
-            batch.pfadd[uv].add(visitor)
-            batch.expire_at[uv] = expires
+    tops: dict[str, str] = {}
+    for (dim, value), incr in bucket.top.items():
+        if (top := tops.get(dim)) is None:
+            top = tops[dim] = layout.top(site, minute, dim)
+            batch.expire_at[top] = expires
+        batch.zincr[(top, value)] += incr
+    for (dim, value), visitors in bucket.dim_visitors.items():
+        uv = layout.dim_visitors(site, minute, dim, value)
+        batch.pfadd[uv] |= visitors
+        batch.expire_at[uv] = expires
 
 
 def without(batch_events: Iterable[Event], skip: set[str], layout: KeyLayout, now_ms: int) -> Batch:

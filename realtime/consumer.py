@@ -12,6 +12,13 @@ the future beyond a small clock skew are invalid too. Offsets are committed only
 batch's Redis write returned, so a crash at any point redelivers, and the store's dedup
 marks make the redelivery count nothing twice. Several worker processes share the topic's
 partitions; arroyo handles rebalancing (round-robin assignment).
+
+A repeated event (a retried beacon) is keyed like its original, so it reaches the same
+worker, usually a few batches later. Each worker remembers the dedup keys of the events it
+counted lately (:class:`RecentlyCounted`, bounded) and leaves such repeats out before the
+Redis step: otherwise the store's script finds their marks, and the whole batch is
+aggregated and sent a second time. A repeat the worker does not remember (after a restart
+or a rebalance, or older than the memory) is still caught by the marks in Redis.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +78,24 @@ def accumulate(acc: Accumulated, value: BaseValue[Event]) -> Accumulated:
     return acc
 
 
+class RecentlyCounted:
+    """Dedup keys of events this worker knows are counted, at most about ``size`` of them
+    (two generations: the older one is dropped when the newer one is full)."""
+
+    def __init__(self, size: int = 200_000) -> None:
+        self.limit = max(size // 2, 1)
+        self.current: set[str] = set()
+        self.previous: set[str] = set()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.current or key in self.previous
+
+    def update(self, keys: Iterable[str]) -> None:
+        self.current.update(keys)
+        if len(self.current) >= self.limit:
+            self.previous, self.current = self.current, set()
+
+
 class ReasonDlqProducer(KafkaDlqProducer):
     """arroyo's Kafka DLQ producer, plus the invalid-event reason as a ``reason`` header,
     counted in the store's stats (``invalid`` and ``invalid:<reason>``)."""
@@ -99,6 +124,7 @@ class RealtimeStrategyFactory(ProcessingStrategyFactory[KafkaPayload]):
         max_batch_time: float = 0.5,
         on_batch: Callable[[int, int], None] | None = None,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        recent: RecentlyCounted | None = None,
     ) -> None:
         self.store = store
         self.group = group
@@ -106,10 +132,20 @@ class RealtimeStrategyFactory(ProcessingStrategyFactory[KafkaPayload]):
         self.max_batch_time = max_batch_time
         self.on_batch = on_batch
         self.now_ms = now_ms
+        self.recent = recent
 
     def _write(self, message: Message[Accumulated]) -> Accumulated:
-        acc = message.payload
-        result = self.store.apply(acc.events, self.now_ms(), acc.offsets, self.group)
+        acc, now = message.payload, self.now_ms()
+        events, known, recent = acc.events, 0, self.recent
+        if recent is not None:
+            layout = self.store.layout
+            keys = [layout.dedup(e.site_id, e.event_id) for e in events]
+            events = [e for e, key in zip(events, keys, strict=True) if key not in recent]
+            known = len(keys) - len(events)
+        result = self.store.apply(events, now, acc.offsets, self.group, known_duplicates=known)
+        if recent is not None:  # all counted now (here or before), except late ones: those are never counted
+            oldest = now - self.store.layout.retention_s * 1000
+            recent.update(key for e, key in zip(acc.events, keys, strict=True) if e.ts >= oldest)
         if self.on_batch is not None:
             self.on_batch(len(acc.events), result.duplicates)
         return acc
@@ -157,11 +193,14 @@ def build_processor(
     max_batch_size: int = 5000,
     max_batch_time: float = 0.5,
     session_timeout_ms: int = 45_000,
+    recent_ids: int = 200_000,
 ) -> StreamProcessor[KafkaPayload]:
     """A ready-to-run arroyo processor for the realtime consumer group.
 
     ``session_timeout_ms`` bounds how long the partitions of a worker that died without
-    leaving the group (kill -9, a lost host) wait before another worker takes them."""
+    leaving the group (kill -9, a lost host) wait before another worker takes them.
+    ``recent_ids``: how many counted event ids the worker remembers to leave repeats out
+    before the Redis step (about 150 bytes each; 0 turns it off)."""
     # arroyo manages assignments itself with the classic eager protocol: round-robin, not
     # librdkafka's cooperative-sticky (which needs incremental assignment).
     base = consumer_config(
@@ -180,5 +219,8 @@ def build_processor(
         max_buffered_messages_per_partition=None,
     )
     worker_id = f"{socket.gethostname()}:{os.getpid()}"
-    factory = RealtimeStrategyFactory(store, group, max_batch_size, max_batch_time, Heartbeat(store, worker_id))
+    recent = RecentlyCounted(recent_ids) if recent_ids > 0 else None
+    factory = RealtimeStrategyFactory(
+        store, group, max_batch_size, max_batch_time, Heartbeat(store, worker_id), recent=recent
+    )
     return StreamProcessor(consumer, Topic(topic or cfg.events_topic), factory, ONCE_PER_SECOND, dlq_policy=dlq)

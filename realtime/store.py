@@ -9,7 +9,8 @@ the append-only file as one unit, so a crash leaves either all of it or none of 
 redelivered batch either finds its marks (nothing doubles) or finds nothing (nothing was
 lost). When some events of a batch were already counted (a redelivery after a crash, a
 replay), the script changes nothing and names them; the batch is re-aggregated without
-them and applied again. The common case is therefore one round trip per batch.
+them and applied again. The common case is therefore one round trip per batch; the
+duplicates count of the running stats is written by the same script call.
 """
 
 from __future__ import annotations
@@ -76,28 +77,30 @@ class CounterStore:
         now_ms: int,
         offsets: Mapping[str, int] | None = None,
         group: str = "realtime",
+        known_duplicates: int = 0,
     ) -> ApplyResult:
         """Count ``events`` exactly once; record ``offsets`` (``topic:partition`` -> next
-        offset) of ``group`` in the same atomic step."""
+        offset) of ``group`` in the same atomic step. ``known_duplicates``: events the caller
+        already left out because it knows them counted (they only add to the stats)."""
         events = list(events)
         batch = aggregate(events, self.layout, now_ms)
         late = batch.late
-        duplicates = batch.duplicates_in_batch
+        duplicates = batch.duplicates_in_batch + known_duplicates
         skip: set[str] = set()
         trips = 0
         while True:
             trips += 1
-            already = self._script(args=self._args(batch, offsets or {}, group, now_ms))
+            already = self._script(args=self._args(batch, offsets or {}, group, now_ms, duplicates + len(skip)))
             if not already:
                 break
             skip |= {key.decode() if isinstance(key, bytes) else key for key in already}
             batch = without(events, skip, self.layout, now_ms)
         duplicates += len(skip)
-        if duplicates:
-            self.client.hincrby(self.layout.stats, "duplicates", duplicates)
         return ApplyResult(counted=batch.events, duplicates=duplicates, late=late, round_trips=trips)
 
-    def _args(self, batch: Batch, offsets: Mapping[str, int], group: str, now_ms: int) -> list[object]:
+    def _args(
+        self, batch: Batch, offsets: Mapping[str, int], group: str, now_ms: int, duplicates: int = 0
+    ) -> list[object]:
         args: list[object] = [self.layout.retention_s, len(batch.dedup_keys), *batch.dedup_keys]
         for (key, member), incr in batch.zincr.items():
             args += ["Z", key, member, incr]
@@ -117,6 +120,8 @@ class CounterStore:
             args += ["T", key, now_ms - 2 * ACTIVE_WINDOW_MS]
         stats = self.layout.stats
         args += ["H", stats, "events", batch.events, "H", stats, "late", batch.late]
+        if duplicates:
+            args += ["H", stats, "duplicates", duplicates]
         for partition, offset in offsets.items():
             args += ["S", self.layout.offsets(group), partition, offset]
         return args
