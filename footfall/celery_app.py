@@ -1,7 +1,13 @@
-"""The Celery application (Redis broker). Start a worker with ``celery -A footfall.celery_app worker``.
+"""The Celery application (Redis broker, ``CELERY_BROKER_URL``).
 
-Tasks live next to the domain code they wrap and are found by autodiscovery; the beat
-schedule is declared in one module once there are scheduled tasks.
+Run one or more workers and exactly one beat process::
+
+    celery -A footfall.celery_app worker --loglevel INFO
+    celery -A footfall.celery_app beat --loglevel INFO --schedule <dir>/celerybeat-schedule --pidfile <dir>/beat.pid
+
+Tasks live next to the domain code they wrap (``historical/tasks.py``) and are found by
+autodiscovery; every ``CELERY_*`` Django setting configures the app, the beat schedule
+included (:mod:`footfall.celery_schedule`).
 """
 
 from __future__ import annotations

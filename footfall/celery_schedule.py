@@ -1,5 +1,17 @@
 """The beat schedule: every periodic task in one place (run exactly one beat process).
 
+Times are UTC (``CELERY_TIMEZONE``):
+
+=========================  ===============  =================================================
+entry                      when             what
+=========================  ===============  =================================================
+``nightly-rollup``         02:30 daily      each site's local yesterday plus the look-back window
+``compact-archive``        hh:17 hourly     merge small files of archive hours that have ended
+``realtime-housekeeping``  every minute     realtime retention: drop heartbeats of workers gone
+                                            for a day (counters expire by TTL), record health
+``replay-spool``           every 5 minutes  replay events spooled by collectors that are gone
+=========================  ===============  =================================================
+
 ``expires`` drops a run that could not start before the next one is due, so a backlog
 after an outage does not fire the same job many times.
 """

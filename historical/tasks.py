@@ -2,8 +2,13 @@
 
 All are idempotent (a rollup replaces whole days, compaction keeps every event id,
 housekeeping only deletes what is expired), so ``acks_late`` redelivery after a worker
-crash is harmless. A lock in Redis keeps two rollups from running at once even if two beat
+crash is harmless. A lock in Redis keeps two rollups (or a rollup and a compaction, which
+deletes files a running Spark job may have listed) from running at once, even if two beat
 processes were started by mistake.
+
+Every rollup attempt is recorded in MongoDB (collection ``job_runs``: ``complete``,
+``retrying`` with the error, or ``failed`` once the retries are used up) and in the worker's
+log, so a failed night is visible to operators, not only to Celery.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import datetime as dt
 import json
 import logging
 import time
+from collections.abc import Mapping
+from zoneinfo import ZoneInfo
 
 import redis
 from celery import shared_task
@@ -20,7 +27,7 @@ from pymongo.errors import PyMongoError
 from collector.runtime import footfall_config
 from collector.sink import get_sink
 from historical.archive import Archive
-from historical.rollups import RollupFailed, run_rollup
+from historical.rollups import RollupFailed, run_rollup, site_zones
 from historical.store import connect
 from realtime.health import realtime_health, record
 from realtime.runtime import GROUP, get_store
@@ -28,7 +35,11 @@ from realtime.runtime import GROUP, get_store
 log = logging.getLogger(__name__)
 LOCK_KEY = "ff:lock:rollup"
 LOCK_TTL_S = 6 * 3600
+LOCK_WAIT_S = 300  # a rollup that finds the lock taken tries again this much later
 LOOKBACK_DAYS = 3  # re-roll recent days so late (straggler) events land on their day
+ROLLUP_RETRIES = 3  # a failed rollup is retried this many times, then reported as failed
+ROLLUP_RETRY_DELAY_S = 600  # first retry after 10 minutes, then 20, 40 (exponential)
+RETRYABLE = (RollupFailed, PyMongoError, OSError, redis.RedisError)
 COMPACT_AFTER_S = 2 * 3600  # an hour partition gets late events rarely after this
 
 
@@ -42,56 +53,120 @@ def _record_job(task: str, status: str, detail: object) -> None:
         log.exception("could not record the %s run", task)
 
 
-@shared_task(
-    bind=True,
-    acks_late=True,
-    autoretry_for=(RollupFailed, PyMongoError, OSError),
-    retry_backoff=60,
-    retry_kwargs={"max_retries": 3},
-)
-def rollup_days(self, first: str, last: str, sites: list[str] | None = None) -> dict[str, object]:  # noqa: ANN001
-    """Roll up local days ``[first, last]`` (a backfill or the nightly run)."""
+def _describe(exc: BaseException, limit: int = 2000) -> str:
+    """An error for operators: its first line, the causes Spark names, and its last lines."""
+    lines = str(exc).splitlines() or [type(exc).__name__]
+    causes = list(dict.fromkeys(ln.strip() for ln in lines[1:] if ln.lstrip().startswith("Caused by:")))[:5]
+    head = "\n".join([lines[0], *causes])[: limit // 2]
+    tail = "\n".join(lines[1:])[-(limit - len(head) - 5) :] if len(lines) > 1 else ""
+    return f"{head}\n…\n{tail}" if tail else head
+
+
+def _release(lock: redis.Redis, token: str) -> None:
+    if lock.get(LOCK_KEY) == token.encode():
+        lock.delete(LOCK_KEY)
+
+
+# max_retries=None: the task counts its own failures (``failures``), so waiting for the lock
+# is not a failure; each failure sends exactly one retry message (the failed delivery is acked).
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def rollup_days(
+    self,  # noqa: ANN001
+    first: str,
+    last: str,
+    sites: list[str] | None = None,
+    retries: int = ROLLUP_RETRIES,
+    retry_delay_s: float = ROLLUP_RETRY_DELAY_S,
+    failures: int = 0,
+) -> dict[str, object]:
+    """Roll up local days ``[first, last]`` of ``sites`` (all when None): a backfill or the nightly run.
+
+    A failure of the Spark job, MongoDB, Redis or the file system is recorded and retried up
+    to ``retries`` times, after ``retry_delay_s`` doubling each time; then it is reported
+    (logged as an error, recorded as ``failed``) and the task fails. Days are loaded whole
+    (:mod:`historical.store`), so a failed attempt leaves each day as it was or completely
+    replaced, and ``batch_runs`` names only days whose documents are complete.
+    """
     cfg = footfall_config()
     lock = redis.Redis.from_url(cfg.redis_url)
     token = f"{self.request.id}:{time.time()}"
     if not lock.set(LOCK_KEY, token, nx=True, ex=LOCK_TTL_S):
-        log.warning("another rollup holds the lock; retrying later")
-        raise self.retry(countdown=300)
+        log.warning("another rollup or compaction holds the lock; trying %s..%s again in %ss", first, last, LOCK_WAIT_S)
+        raise self.retry(countdown=LOCK_WAIT_S)
+    job = {"first": first, "last": last, "sites": sites, "task_id": self.request.id}
     try:
         result = run_rollup(cfg, dt.date.fromisoformat(first), dt.date.fromisoformat(last), sites)
-    except Exception as exc:
-        _record_job("rollup_days", "failed", {"first": first, "last": last, "error": str(exc)[-2000:]})
+    except RETRYABLE as exc:
+        failures += 1
+        detail = {**job, "attempt": failures, "error": _describe(exc)}
+        if failures > retries:
+            _record_job("rollup_days", "failed", detail)
+            log.error("rollup %s..%s failed (attempt %d, no retries left): %s", first, last, failures, exc)
+            raise
+        countdown = retry_delay_s * 2 ** (failures - 1)
+        _record_job("rollup_days", "retrying", {**detail, "retry_in_s": countdown})
+        log.warning("rollup %s..%s failed (attempt %d), retrying in %ss: %s", first, last, failures, countdown, exc)
+        _release(lock, token)  # before the retry can start
+        kwargs = {**self.request.kwargs, "retries": retries, "retry_delay_s": retry_delay_s, "failures": failures}
+        raise self.retry(exc=exc, countdown=countdown, kwargs=kwargs) from exc
+    except Exception as exc:  # not worth retrying (an unknown site, a bad date): report at once
+        _record_job("rollup_days", "failed", {**job, "attempt": failures + 1, "error": _describe(exc)})
+        log.exception("rollup %s..%s failed", first, last)
         raise
     finally:
-        if lock.get(LOCK_KEY) == token.encode():
-            lock.delete(LOCK_KEY)
-    summary = {"first": first, "last": last, "site_days": len(result.days), "events": result.events}
+        _release(lock, token)
+    summary = {**job, "attempt": failures + 1, "site_days": len(result.days), "events": result.events}
     _record_job("rollup_days", "complete", summary)
     return summary
 
 
+def nightly_windows(zones: Mapping[str, str], now: dt.datetime, lookback_days: int) -> dict[tuple[str, str], list[str]]:
+    """``{(first, last): sites}``: each site's local yesterday and the ``lookback_days - 1`` days
+    before it. A day is rolled up only once it has ended in the site's own time zone."""
+    windows: dict[tuple[str, str], list[str]] = {}
+    for site, tz in sorted(zones.items()):
+        last = now.astimezone(ZoneInfo(tz)).date() - dt.timedelta(days=1)
+        first = last - dt.timedelta(days=max(lookback_days, 1) - 1)
+        windows.setdefault((first.isoformat(), last.isoformat()), []).append(site)
+    return windows
+
+
 @shared_task(acks_late=True)
-def nightly_rollup(lookback_days: int = LOOKBACK_DAYS) -> None:
-    """Yesterday (UTC) and the days before it within the look-back window."""
-    today = dt.datetime.now(dt.UTC).date()
-    first = today - dt.timedelta(days=lookback_days)
-    rollup_days.delay(first.isoformat(), (today - dt.timedelta(days=1)).isoformat())
+def nightly_rollup(lookback_days: int = LOOKBACK_DAYS) -> list[list[str]]:
+    """Queue the rollup of every site's local yesterday plus the look-back window (one task
+    per distinct window; they run one after the other under the rollup lock)."""
+    windows = nightly_windows(site_zones(), dt.datetime.now(dt.UTC), lookback_days)
+    for (first, last), sites in windows.items():
+        rollup_days.delay(first, last, sites)
+    return [[first, last, *sites] for (first, last), sites in windows.items()]
 
 
 @shared_task(acks_late=True)
 def compact_archive(min_files: int = 8) -> dict[str, int]:
-    """Merge small archive files of hour partitions that stopped receiving events."""
-    archive = Archive(footfall_config().archive_url)
-    cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=COMPACT_AFTER_S)
-    merged = partitions = 0
-    for path in archive.partitions():
-        date, hour = path.parent.name.split("=", 1)[1], path.name.split("=", 1)[1]
-        if dt.datetime.fromisoformat(f"{date}T{hour}:00+00:00") + dt.timedelta(hours=1) > cutoff:
-            continue
-        done = archive.compact(path, min_files=min_files)
-        merged += done
-        partitions += bool(done)
-    swept = archive.sweep_temporary()
+    """Merge small archive files of hour partitions that stopped receiving events.
+
+    Skipped (until the next hourly run) while a rollup holds the lock: compaction deletes
+    the files it merged, which a running Spark job may already have listed."""
+    cfg = footfall_config()
+    lock = redis.Redis.from_url(cfg.redis_url)
+    token = f"compact:{time.time()}"
+    if not lock.set(LOCK_KEY, token, nx=True, ex=LOCK_TTL_S):
+        log.info("a rollup is running; compaction waits for the next run")
+        return {"skipped": 1}
+    try:
+        archive = Archive(cfg.archive_url)
+        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=COMPACT_AFTER_S)
+        merged = partitions = 0
+        for path in archive.partitions():
+            date, hour = path.parent.name.split("=", 1)[1], path.name.split("=", 1)[1]
+            if dt.datetime.fromisoformat(f"{date}T{hour}:00+00:00") + dt.timedelta(hours=1) > cutoff:
+                continue
+            done = archive.compact(path, min_files=min_files)
+            merged += done
+            partitions += bool(done)
+        swept = archive.sweep_temporary()
+    finally:
+        _release(lock, token)
     return {"partitions": partitions, "files_merged": merged, "temporary_removed": swept}
 
 

@@ -15,13 +15,14 @@ from deploy.local.procs import ProcessSpec, running_pid, start, wait_until
 from deploy.local.services import StackConfig
 
 # Started in this order, stopped in reverse.
-APPS = ["web", "realtime-1", "realtime-2", "archiver", "demo-traffic"]
+APPS = ["web", "realtime-1", "realtime-2", "archiver", "celery", "celery-beat", "demo-traffic"]
 
 
 def spec(cfg: StackConfig, name: str) -> ProcessSpec:
     """The process spec of app process ``name``, pointed at this stack."""
     env = {**os.environ, **cfg.app_environment(), "PYTHONUNBUFFERED": "1"}
     manage = [sys.executable, "manage.py"]
+    celery = [sys.executable, "-m", "celery", "-A", "footfall.celery_app"]
     argv = {
         # Forking workers: each creates its own Kafka producer after the fork.
         "web": [
@@ -43,6 +44,20 @@ def spec(cfg: StackConfig, name: str) -> ProcessSpec:
         "realtime-2": [*manage, "run_realtime"],
         # Files every 10 s at the demo's rate; production would batch minutes of traffic.
         "archiver": [*manage, "run_archiver", "--batch-time", "10"],
+        # The nightly rollup, archive compaction, realtime housekeeping and spool replay
+        # (broker: CELERY_BROKER_URL, the stack's Redis database 1).
+        "celery": [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2", "--hostname", "footfall@%h"],
+        # Exactly one beat: its pid file refuses a second one; the schedule file keeps the last runs.
+        "celery-beat": [
+            *celery,
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            str(cfg.state_dir / "data" / "celerybeat-schedule"),
+            "--pidfile",
+            str(cfg.run_dir / "celerybeat.lock"),
+        ],
         "demo-traffic": [*manage, "demo_traffic", "--rate", os.environ.get("FOOTFALL_DEMO_RATE", "20")],
     }[name]
     return cfg.spec(name, argv, env=env)

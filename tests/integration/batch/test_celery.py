@@ -1,0 +1,275 @@
+"""The batch layer's Celery tasks run by a real worker process on the test stack's Redis.
+
+The worker gets its own broker database (:data:`BROKER_DB`) and queue, its own Redis
+database for the rollup lock (:data:`LOCK_DB`), archive directory, SQLite database (with
+the sites) and Mongo database, so it cannot take or disturb anything else's work. Tasks
+are sent by name, as beat sends them, and their outcome is read where operators read it:
+the rollup documents, ``batch_runs``, ``job_runs`` and the worker's log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymongo
+import pytest
+import redis
+from celery import Celery
+from celery.schedules import crontab
+
+from footfall.config import Config
+from footfall.demo import DemoTraffic
+from footfall.events import Event, encode
+from historical.archive import Archive, ArchiveRow
+from historical.rollups import REPO
+from historical.store import DAILY, RUNS, DayDocuments, documents, load_day
+from historical.tasks import LOCK_KEY, nightly_windows
+from spark_jobs.schema import partition_path, to_row
+
+BROKER_DB = 11  # reserved for this test: flushed before and after
+LOCK_DB = 12  # the worker's REDIS_URL (rollup lock, realtime reads of reconciliation); flushed too
+ROLLUP = "historical.tasks.rollup_days"
+RUN_TIMEOUT_S = 600  # a Spark job on a busy 2-core machine
+
+
+def _redis_url(cfg: Config, db: int) -> str:
+    return cfg.redis_url.rsplit("/", 1)[0] + f"/{db}"
+
+
+@dataclasses.dataclass
+class Worker:
+    cfg: Config  # what the worker process runs with
+    queue: str
+    sites: list[str]
+    log_file: Path
+    sender: Celery
+    db: pymongo.database.Database
+
+    def send(self, *args: object, **kwargs: object) -> str:
+        return self.sender.send_task(ROLLUP, args=list(args), kwargs=kwargs, queue=self.queue).id
+
+    def runs(self, task_id: str) -> list[dict]:
+        return list(self.db["job_runs"].find({"detail.task_id": task_id}, sort=[("at", 1), ("_id", 1)]))
+
+    def wait(self, task_id: str, statuses: tuple[str, ...] = ("complete", "failed")) -> list[dict]:
+        """The task's ``job_runs`` records once one has a status in ``statuses``."""
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while time.monotonic() < deadline:
+            runs = self.runs(task_id)
+            if runs and runs[-1]["status"] in statuses:
+                return runs
+            time.sleep(0.25)
+        pytest.fail(f"task {task_id} reached none of {statuses}; worker log:\n{self.log()[-4000:]}")
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace")
+
+    def archive(self, site: str, events: list[Event]) -> None:
+        """Write ``events`` to the archive as the archiver does (one file per partition)."""
+        rows = [ArchiveRow(partition_path(site, e.ts), to_row(e, encode(e), 0, i)) for i, e in enumerate(events)]
+        Archive(self.cfg.archive_url).write(rows)
+
+
+def _manage(env: dict[str, str], *argv: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *argv], env=env, cwd=REPO, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def worker(cfg: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+    """A Celery worker (prefork, like production) with private broker, lock, archive, sites and Mongo."""
+    run = uuid.uuid4().hex[:8]
+    home = tmp_path_factory.mktemp("celery")
+    wcfg = dataclasses.replace(
+        cfg,
+        archive_url=(home / "archive").as_uri(),
+        mongo_db=f"test_celery_{run}",
+        redis_url=_redis_url(cfg, LOCK_DB),
+        celery_broker_url=_redis_url(cfg, BROKER_DB),
+    )
+    env = {
+        **os.environ,
+        "FOOTFALL_DATA_DIR": str(home),
+        "DATABASE_URL": f"sqlite:///{home / 'footfall.sqlite3'}",
+        "ARCHIVE_URL": wcfg.archive_url,
+        "MONGO_DB": wcfg.mongo_db,
+        "REDIS_URL": wcfg.redis_url,
+        "CELERY_BROKER_URL": wcfg.celery_broker_url,
+        "SPARK_MASTER": "local[2]",
+        "PYTHONUNBUFFERED": "1",
+    }
+    sites = [f"cel-{run}-{n}" for n in ("a", "b")]
+    _manage(env, "migrate", "--noinput")
+    for site in sites:
+        _manage(env, "create_site", site, "--domain", "demo.footfall.local", "--timezone", "UTC")
+    for db in (BROKER_DB, LOCK_DB):
+        redis.Redis.from_url(_redis_url(cfg, db)).flushdb()
+
+    queue = f"test-celery-{run}"
+    log_file = home / "worker.log"
+    argv = [
+        sys.executable, "-m", "celery", "-A", "footfall.celery_app", "worker", "--loglevel", "INFO",
+        "--queues", queue, "--concurrency", "1", "--hostname", f"test-{run}@%h", "--without-mingle",
+        "--without-gossip",
+    ]  # fmt: skip
+    with log_file.open("wb") as out:
+        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    client: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url, tz_aware=True)
+    sender = Celery("footfall-test", broker=wcfg.celery_broker_url)
+    handle = Worker(wcfg, queue, sites, log_file, sender, client[wcfg.mongo_db])
+    try:
+        deadline = time.monotonic() + 120
+        while " ready." not in handle.log():
+            assert proc.poll() is None, f"the worker exited:\n{handle.log()[-4000:]}"
+            assert time.monotonic() < deadline, f"the worker did not start:\n{handle.log()[-4000:]}"
+            time.sleep(0.25)
+        yield handle
+    finally:
+        proc.send_signal(signal.SIGTERM)  # warm shutdown
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        sender.close()
+        client.drop_database(wcfg.mongo_db)
+        client.close()
+        for db in (BROKER_DB, LOCK_DB):
+            redis.Redis.from_url(_redis_url(cfg, db)).flushdb()
+
+
+def day_of_traffic(site: str, day: dt.date, n: int = 300) -> list[Event]:
+    """``n`` page views spread over a UTC day."""
+    start = int(dt.datetime.combine(day, dt.time(), dt.UTC).timestamp() * 1000)
+    gen = DemoTraffic(site_id=site, visitors=40, seed=7)
+    return [gen.event(start + i * (86_400_000 // n) + 1000) for i in range(n)]
+
+
+def expected(events: list[Event]) -> dict[str, int]:
+    humans = {e.event_id: e for e in events if not (e.ua and e.ua.is_bot)}.values()
+    return {
+        "pageviews": sum(e.type == "pageview" for e in humans),
+        "visitors": len({e.visitor_id for e in humans}),
+    }
+
+
+def corrupt(worker: Worker, site: str, day: dt.date) -> Path:
+    """A damaged file in the day's archive (Spark cannot read it, so the job fails)."""
+    start = int(dt.datetime.combine(day, dt.time(12), dt.UTC).timestamp() * 1000)
+    path = Archive(worker.cfg.archive_url).root / partition_path(site, start) / "part-damaged.parquet"
+    path.write_bytes(b"this is not a parquet file")
+    return path
+
+
+def seed_settled_day(worker: Worker, site: str, day: str) -> dict[str, list[dict]]:
+    """Documents of ``day`` as an earlier night left them; returns them."""
+    run = {"status": "complete", "events_read": 7, "finished_at": "earlier"}
+    load_day(
+        worker.db, DayDocuments(site, day, {"pageviews": 7, "visitors": 3}, [{"hour": 9, "pageviews": 7}], [], run)
+    )
+    return documents(worker.db, site, [day])
+
+
+def test_rollup_of_a_day_end_to_end_through_the_worker_retrying_a_transient_failure(worker: Worker) -> None:
+    site = worker.sites[0]
+    day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
+    events = day_of_traffic(site, day)
+    worker.archive(site, events[:200])
+    worker.archive(site, events[150:])  # an overlap: redelivered rows are counted once
+    damaged = corrupt(worker, site, day)
+
+    task_id = worker.send(day.isoformat(), day.isoformat(), [site], retries=2, retry_delay_s=20)
+    first = worker.wait(task_id, statuses=("retrying", "failed"))[-1]
+    assert first["status"] == "retrying", first
+    assert "is not a Parquet file" in first["detail"]["error"]
+    assert worker.db[DAILY].find_one({"_id": f"{site}|{day}"}) is None, "a failed attempt wrote documents"
+    damaged.unlink()  # the cause goes away before the retry runs (20 s later)
+    runs = worker.wait(task_id)
+
+    assert [(r["status"], r["detail"]["attempt"]) for r in runs] == [("retrying", 1), ("complete", 2)], runs
+    assert runs[-1]["detail"]["site_days"] == 1
+    assert runs[-1]["detail"]["events"] == 350  # rows read, before dedup
+    daily = worker.db[DAILY].find_one({"_id": f"{site}|{day}"})
+    assert {k: daily[k] for k in ("pageviews", "visitors")} == expected(events)
+    assert worker.db[RUNS].find_one({"_id": f"{site}|{day}"})["status"] == "complete"
+    log = worker.log()
+    assert log.count(f"Task {ROLLUP}[{task_id}] received") == 2
+    assert f"Task {ROLLUP}[{task_id}] succeeded" in log
+
+
+def test_failed_rollup_is_retried_once_per_failure_then_reported(worker: Worker) -> None:
+    site = worker.sites[1]
+    day = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=2)
+    worker.archive(site, day_of_traffic(site, day))
+    before = seed_settled_day(worker, site, day.isoformat())
+    corrupt(worker, site, day)
+
+    task_id = worker.send(day.isoformat(), day.isoformat(), [site], retries=1, retry_delay_s=1)
+    runs = worker.wait(task_id)
+
+    assert [(r["status"], r["detail"]["attempt"]) for r in runs] == [("retrying", 1), ("failed", 2)], runs
+    for r in runs:
+        assert r["detail"]["error"].startswith("spark job failed"), r
+        assert "is not a Parquet file" in r["detail"]["error"], r
+    time.sleep(6)  # longer than any retry delay: nothing runs a third time
+    assert len(worker.runs(task_id)) == 2
+    log = worker.log()
+    assert log.count(f"Task {ROLLUP}[{task_id}] received") == 2, "one delivery and exactly one retry"
+    assert log.count(f"Task {ROLLUP}[{task_id}] retry: Retry in 1s") == 1
+    assert f"rollup {day}..{day} failed (attempt 2, no retries left)" in log
+    assert f"Task {ROLLUP}[{task_id}] raised unexpected: RollupFailed" in log
+    # Nothing half-written: the day is exactly as the earlier night left it, watermark included.
+    assert documents(worker.db, site, [day.isoformat()]) == before
+    assert worker.db[RUNS].find_one({"_id": f"{site}|{day}"})["finished_at"] == "earlier"
+    # The lock was released: the next rollup is not kept waiting.
+    assert redis.Redis.from_url(worker.cfg.redis_url).get(LOCK_KEY) is None
+
+
+def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
+    from footfall.celery_app import app
+
+    schedule = app.conf.beat_schedule
+    assert app.conf.timezone == "UTC"
+    assert app.conf.task_acks_late is True
+    assert app.conf.worker_prefetch_multiplier == 1
+
+    def cron(entry: str) -> crontab:
+        value = schedule[entry]["schedule"]
+        assert isinstance(value, crontab), entry
+        return value
+
+    nightly = cron("nightly-rollup")
+    assert schedule["nightly-rollup"]["task"] == "historical.tasks.nightly_rollup"
+    assert (nightly.hour, nightly.minute) == ({2}, {30})
+    assert nightly.day_of_week == set(range(7))
+    assert nightly.day_of_month == set(range(1, 32))
+    compaction = cron("compact-archive")
+    assert schedule["compact-archive"]["task"] == "historical.tasks.compact_archive"
+    assert (compaction.hour, compaction.minute) == (set(range(24)), {17})
+    retention = schedule["realtime-housekeeping"]
+    assert retention["task"] == "historical.tasks.realtime_housekeeping"
+    assert retention["schedule"] == 60.0
+    assert schedule["replay-spool"]["schedule"] == 300.0
+    # Every entry names a registered, late-acknowledged task, and expires before its next run.
+    periods = {"nightly-rollup": 86_400, "compact-archive": 3600, "realtime-housekeeping": 60, "replay-spool": 300}
+    for name, entry in schedule.items():
+        task = app.tasks[entry["task"]]
+        assert task.acks_late, name
+        assert 0 < entry["options"]["expires"] < periods[name], name
+    assert app.tasks[ROLLUP].acks_late
+
+    # The nightly window: each site's own yesterday plus the look-back days before it.
+    now = dt.datetime(2026, 3, 10, 2, 30, tzinfo=dt.UTC)
+    zones = {"a": "UTC", "b": "Europe/Berlin", "c": "America/Los_Angeles", "d": "Pacific/Kiritimati"}
+    assert nightly_windows(zones, now, 3) == {
+        ("2026-03-07", "2026-03-09"): ["a", "b", "d"],  # Kiritimati (UTC+14) is at 16:30 on the 10th
+        ("2026-03-06", "2026-03-08"): ["c"],  # Los Angeles is still on the 9th (19:30)
+    }
