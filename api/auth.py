@@ -9,6 +9,7 @@ does not exist, so keys cannot probe which sites exist.
 from __future__ import annotations
 
 from django.http import Http404
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.permissions import BasePermission
@@ -65,3 +66,13 @@ class ApiKeyRateThrottle(SimpleRateThrottle):
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         key = request.auth
         return f"ff:api:throttle:{key.prefix}" if isinstance(key, ApiKey) else None
+
+
+class BearerKeyScheme(OpenApiAuthenticationExtension):
+    """Declares the Bearer API key in the OpenAPI schema (drf-spectacular finds it by import)."""
+
+    target_class = "api.auth.ApiKeyAuthentication"
+    name = "apiKey"
+
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "description": "an API key of the site, with the read scope"}

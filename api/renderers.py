@@ -34,13 +34,22 @@ class CsvRenderer(BaseRenderer):
     ) -> bytes:
         rows = _rows(data)
         out = io.StringIO()
-        if rows:
-            columns = list(dict.fromkeys(k for row in rows for k in row))
+        columns = list(dict.fromkeys(k for row in rows for k in row)) or _columns(data)
+        if columns:
             writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
             writer.writeheader()
             for row in rows:
                 writer.writerow({k: _cell(row.get(k)) for k in columns})
         return out.getvalue().encode()
+
+
+def _columns(data: Any) -> list[str]:
+    """The header of an empty table (a CSV with no rows still says what it would hold)."""
+    if isinstance(data, dict) and "points" in data:
+        return ["t", str(data.get("metric", "value")), "source"]
+    if isinstance(data, dict) and isinstance(data.get("metrics"), list):
+        return ["value", *data["metrics"]]
+    return []
 
 
 def _rows(data: Any) -> list[dict[str, object]]:

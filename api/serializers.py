@@ -74,6 +74,7 @@ class BreakdownSerializer(serializers.Serializer):
     from_ = serializers.DateTimeField()
     to = serializers.DateTimeField()
     tz = serializers.CharField()
+    metrics = serializers.ListField(child=serializers.ChoiceField(choices=METRICS), help_text="columns of each row")
     results = RowSerializer(many=True)
     page = serializers.IntegerField()
     limit = serializers.IntegerField()

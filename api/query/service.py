@@ -262,7 +262,7 @@ class QueryService:
             notes.append(f"realtime part: the top {REALTIME_TOP} values of each period")
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
-        notes.append(f"visitors: {VISITORS_DAILY_SUM}")
+        notes.append(self._visitor_note(pieces, rng))
         ranked = sorted(merged.items(), key=lambda kv: (-kv[1].pageviews, kv[0]))
         chosen = ranked[(page - 1) * limit : page * limit]
         return {
@@ -270,6 +270,7 @@ class QueryService:
             "from": _iso(rng.start),
             "to": _iso(rng.end),
             "tz": rng.tz.key,
+            "metrics": list(metrics),
             "results": [_row(value, sums, metrics, dim) for value, sums in chosen],
             "page": page,
             "limit": limit,

@@ -79,7 +79,10 @@ def test_bad_parameters_get_400_naming_them(site_key: SiteKey, path: str, params
 
 
 @pytest.mark.django_db
-def test_operator_injection_in_every_parameter_does_nothing(cfg: Config, site_key: SiteKey) -> None:
+def test_operator_injection_in_every_parameter_does_nothing(
+    cfg: Config, site_key: SiteKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("api.auth.footfall_config", lambda: dataclasses.replace(cfg, api_rate_per_minute=100_000))
     client = Client()
     _, db = connect(cfg.mongo_url, cfg.mongo_db)
     before = (db[BREAKDOWNS].estimated_document_count(), db[RUNS].estimated_document_count())
@@ -131,6 +134,7 @@ def test_csv_export_and_formula_guard(site_key: SiteKey) -> None:
                         HTTP_AUTHORIZATION=f"Bearer {site_key.key}")  # fmt: skip
     assert accept.status_code == 200
     assert accept["Content-Type"].startswith("text/csv")
+    assert accept.content.decode().splitlines() == ["value,pageviews,visitors"]  # no traffic: a header only
 
 
 def test_csv_cells_that_look_like_formulas_are_neutralised() -> None:
