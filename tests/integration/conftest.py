@@ -41,6 +41,15 @@ def kafka_topic(kafka_admin: AdminClient) -> Iterator[str]:
 
 
 @pytest.fixture
+def rt_topic(cfg: Config, kafka_admin: AdminClient) -> Iterator[str]:
+    """A fresh 6-partition topic, like `events`, deleted afterwards."""
+    name = f"rt-{uuid.uuid4().hex[:10]}"
+    kafka_admin.create_topics([NewTopic(name, num_partitions=6, replication_factor=1)])[name].result(timeout=30)
+    yield name
+    kafka_admin.delete_topics([name])[name].result(timeout=30)
+
+
+@pytest.fixture
 def redis_client(cfg: Config) -> Iterator[redis.Redis]:
     client = redis.Redis.from_url(cfg.redis_url, decode_responses=True)
     yield client

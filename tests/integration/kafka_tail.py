@@ -1,15 +1,16 @@
-"""Read what a test produced to a Kafka topic: remember the end offsets first, then read on."""
+"""Kafka helpers for tests: produce events, and read what was appended to a topic."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from footfall.config import Config
-from footfall.kafka_client import consumer_config
+from footfall.events import Event, encode
+from footfall.kafka_client import consumer_config, producer_config
 
 
 class TopicTail:
@@ -45,3 +46,14 @@ class TopicTail:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def produce(cfg: Config, topic: str, payloads: Sequence[bytes | Event]) -> None:
+    producer = Producer(producer_config(cfg))
+    for item in payloads:
+        if isinstance(item, bytes):
+            producer.produce(topic, item)
+        else:
+            producer.produce(topic, encode(item), key=(item.visitor_id or item.event_id).encode())
+        producer.poll(0)
+    assert producer.flush(60) == 0

@@ -1,4 +1,4 @@
-"""Realtime tests: fresh topics, real Redis, worker processes started and killed for real."""
+"""Realtime tests: real Redis, worker processes started and killed for real."""
 
 from __future__ import annotations
 
@@ -7,19 +7,15 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 import redis
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from footfall.config import Config
-from footfall.events import Event, encode
-from footfall.kafka_client import producer_config
+from footfall.events import Event
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 
@@ -27,28 +23,8 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
-def rt_topic(cfg: Config, kafka_admin: AdminClient) -> Iterator[str]:
-    """A fresh 6-partition topic, like `events`, deleted afterwards."""
-    name = f"rt-{uuid.uuid4().hex[:10]}"
-    kafka_admin.create_topics([NewTopic(name, num_partitions=6, replication_factor=1)])[name].result(timeout=30)
-    yield name
-    kafka_admin.delete_topics([name])[name].result(timeout=30)
-
-
-@pytest.fixture
 def store(cfg: Config) -> CounterStore:
     return CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout())
-
-
-def produce(cfg: Config, topic: str, payloads: Sequence[bytes | Event]) -> None:
-    producer = Producer(producer_config(cfg))
-    for item in payloads:
-        if isinstance(item, bytes):
-            producer.produce(topic, item)
-        else:
-            producer.produce(topic, encode(item), key=(item.visitor_id or item.event_id).encode())
-        producer.poll(0)
-    assert producer.flush(60) == 0
 
 
 class Workers:

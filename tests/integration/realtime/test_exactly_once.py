@@ -13,7 +13,8 @@ from footfall.demo import DemoTraffic
 from footfall.events import Event
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
-from tests.integration.realtime.conftest import Workers, produce, truth, wait_consumed
+from tests.integration.kafka_tail import produce
+from tests.integration.realtime.conftest import Workers, truth, wait_consumed
 
 N = 20_000
 DUP_RATE = 0.05

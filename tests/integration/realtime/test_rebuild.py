@@ -11,7 +11,7 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
-from tests.integration.realtime.conftest import produce
+from tests.integration.kafka_tail import produce
 
 
 def test_rebuild_restores_lost_counters_and_repairs_corrupt_ones(
