@@ -40,7 +40,12 @@ DAILY, HOURLY, BREAKDOWNS, RUNS, RECONCILIATION = (
     "batch_runs",
     "reconciliation",
 )
-BULK = 1000
+# Statements per bulk write. FerretDB 1.x (the local Mongo-wire server) keeps every update
+# statement's cursor open until the whole command ends, each holding one of its 100 SQLite
+# connections; a command replacing more than ~100 existing documents then waits forever for
+# a connection (seen as a hung re-run of a day). 50 stays clear of that and costs MongoDB
+# little: a day's documents are a few thousand at most.
+BULK = 50
 
 
 def daily_id(site: str, day: str) -> str:
