@@ -20,11 +20,23 @@ fi
 FOOTFALL_DEMO_KEY=$(cat "$key_file")
 export FOOTFALL_DEMO_KEY
 "$py" -m deploy.local.stack start-apps
+# Once per state dir: six past days of demo traffic, archived and rolled up, so the API and
+# the dashboard have settled history next to the live minutes. Later days settle nightly.
+history_marker="$FOOTFALL_DATA_DIR/demo-history-seeded"
+if [ ! -e "$history_marker" ]; then
+  echo "seeding six days of demo history and rolling them up with Spark (once; a minute or two)"
+  "$py" manage.py demo_traffic --backfill-days 6 --backfill-only
+  "$py" manage.py rollup --wait-archived 180 --site demo \
+    --from "$(date -u -d '6 days ago' +%F)" --to "$(date -u -d 'yesterday' +%F)"
+  touch "$history_marker"
+fi
 
 cat <<MSG
 
 Footfall is running (state in ${FOOTFALL_STATE_DIR:-$HOME/.local/state/footfall}).
   API health     http://127.0.0.1:${FOOTFALL_WEB_PORT}/api/v1/health
+  Query API      http://127.0.0.1:${FOOTFALL_WEB_PORT}/api/v1/docs  (OpenAPI: /api/v1/schema), e.g.
+                 curl -H "Authorization: Bearer \$(cat $key_file)" http://127.0.0.1:${FOOTFALL_WEB_PORT}/api/v1/sites/demo/realtime
   Kafka          ${KAFKA_BOOTSTRAP_SERVERS}  (topics: events, events.invalid)
   Redis          ${REDIS_URL}
   Mongo-wire     ${MONGO_URL}  (FerretDB; production uses MongoDB)

@@ -4,6 +4,10 @@ Posts batches to the server-side ingestion API (``/api/v1/sites/<site>/events``)
 running Footfall web server, once a second, so demo traffic takes the same path as real
 traffic: authentication, enrichment (user agent, referrer, country, cookieless visitor
 id), the Kafka sink. Runs until interrupted or ``--count`` events were accepted.
+
+``--backfill-days N`` first sends ``--backfill-per-day`` page views for each of the N
+previous UTC days (event times in the past, as a server-side import would), so the demo has
+history for the nightly rollup to settle; with ``--backfill-only`` it stops after that.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ class Command(BaseCommand):
         parser.add_argument("--count", type=int, default=0, help="stop after this many events (0: run forever)")
         parser.add_argument("--site", default="demo")
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--backfill-days", type=int, default=0, help="send history for this many past days first")
+        parser.add_argument("--backfill-per-day", type=int, default=2000, help="page views per backfilled day")
+        parser.add_argument("--backfill-only", action="store_true", help="stop after the backfill")
 
     def handle(self, *args: object, **opts: object) -> None:
         rate, count, key = float(opts["rate"]), int(opts["count"]), str(opts["key"])
@@ -49,6 +56,13 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+        days, per_day = int(opts["backfill_days"]), int(opts["backfill_per_day"])
+        if not 0 <= days <= 6 or per_day < 1:
+            raise CommandError("--backfill-days must be 0-6 (the batch API takes events up to 7 days old)")
+        if days:
+            self._backfill(endpoint, key, traffic, days, per_day)
+        if opts["backfill_only"]:
+            return
         sent = accepted = failures = 0
         carry = 0.0
         next_at = time.monotonic()
@@ -69,6 +83,22 @@ class Command(BaseCommand):
             next_at += 1.0
             time.sleep(max(0.0, next_at - time.monotonic()))
         self.stdout.write(f"demo traffic stopped: sent={sent} accepted={accepted}")
+
+    def _backfill(self, endpoint: str, key: str, traffic: DemoTraffic, days: int, per_day: int) -> None:
+        today = int(time.time() // 86_400) * 86_400_000  # UTC midnight, ms
+        accepted = 0
+        for back in range(days, 0, -1):
+            start = today - back * 86_400_000
+            times = sorted(start + int(86_400_000 * i / per_day) for i in range(per_day))
+            for first in range(0, len(times), 500):
+                batch = [traffic.beacon(ts) for ts in times[first : first + 500]]
+                for _attempt in range(5):
+                    ok = self._post(endpoint, key, batch)
+                    if ok:
+                        accepted += ok
+                        break
+                    time.sleep(1)
+        self.stdout.write(f"demo traffic: backfilled {accepted} page views over the last {days} days")
 
     def _post(self, endpoint: str, key: str, batch: list[dict[str, object]]) -> int:
         if not endpoint.startswith(("http://", "https://")):

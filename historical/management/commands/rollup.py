@@ -7,12 +7,15 @@ replaces its documents; a backfill shows a progress bar over its days.
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from collector.runtime import footfall_config
+from historical.archiver import GROUP as ARCHIVER_GROUP
 from historical.rollups import RollupFailed, run_rollup, site_zones
+from realtime.health import consumer_lag
 
 
 def _date(value: str) -> dt.date:
@@ -32,6 +35,10 @@ class Command(BaseCommand):
         parser.add_argument("--site", action="append", default=[], help="only these sites (repeatable)")
         parser.add_argument("--master", help="Spark master (default: SPARK_MASTER)")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument(
+            "--wait-archived", type=float, default=0, metavar="SECONDS",
+            help="first wait up to SECONDS for the archiver to catch up with the events topic",
+        )  # fmt: skip
 
     def handle(self, *args: object, **opts: object) -> None:
         if opts["date"] and (opts["first"] or opts["last"]):
@@ -48,6 +55,8 @@ class Command(BaseCommand):
             zones = site_zones(list(opts["site"]) or None)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        if opts["wait_archived"]:
+            self._wait_archived(float(opts["wait_archived"]))
         total = ((last - first).days + 1) * len(zones)
         bar = tqdm(total=total, unit="day", disable=bool(opts["no_progress"]), desc="rollup")
         try:
@@ -65,3 +74,16 @@ class Command(BaseCommand):
                 f"  drift {key}: page views realtime={drift['realtime_pageviews']} batch={drift['batch_pageviews']} "
                 f"({drift['pageviews_drift_pct']}%), coverage {drift['coverage']:.0%}"
             )
+
+    def _wait_archived(self, seconds: float) -> None:
+        """Until the archiver's group has no lag on the events topic (so a rollup right after
+        events were sent sees them all), or fail after ``seconds``."""
+        cfg = footfall_config()
+        deadline = time.monotonic() + seconds
+        while True:
+            lag = sum(consumer_lag(cfg, ARCHIVER_GROUP, cfg.events_topic).values())
+            if lag == 0:
+                return
+            if time.monotonic() > deadline:
+                raise CommandError(f"the archiver is still {lag} events behind after {seconds:.0f}s; is it running?")
+            time.sleep(1)
