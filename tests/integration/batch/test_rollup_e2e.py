@@ -124,10 +124,11 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
     client: pymongo.MongoClient = pymongo.MongoClient(batch_cfg.mongo_url)
     db = client[batch_cfg.mongo_db]
     before = documents(db, site, days)
-    run_rollup(batch_cfg, first, last, [site])
-    assert documents(db, site, days) == before, "a re-run changed documents"
 
-    # Kill the job with SIGKILL as soon as it has loaded its first day, then re-run.
+    # Kill the job with SIGKILL as soon as it has loaded its first day, then re-run: the
+    # re-run replaces both days' existing documents (one day rewritten by the killed run,
+    # one untouched), so it proves a plain re-run and a crash repair alike with one Spark
+    # run fewer than testing them apart.
     db[BREAKDOWNS].insert_one(
         {"_id": f"{site}|{days[1]}|page|stale", "site_id": site, "day": days[1], "dimension": "page"}
     )
