@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest, JsonResponse
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -23,3 +24,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     detail = response.data.get("detail") if isinstance(response.data, dict) else response.data
     response.data = {"error": {"parameter": None, "message": str(detail)}}
     return response
+
+
+def not_found(request: HttpRequest, *args: object, **kwargs: object) -> JsonResponse:
+    """A URL under the API that matches no endpoint (e.g. a path segment holding an encoded
+    slash or a newline): the API's JSON 404, not Django's HTML page."""
+    return JsonResponse({"error": {"parameter": None, "message": "no such API endpoint"}}, status=404)

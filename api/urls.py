@@ -4,6 +4,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from api import views
+from api.errors import not_found
 
 app_name = "api"
 SITE = "sites/<str:site_id>/"
@@ -22,4 +23,6 @@ urlpatterns = [
     ),
     path(SITE + "realtime", views.RealtimeView.as_view(), name="realtime"),
     path(SITE + "aggregate", views.AggregateView.as_view(), name="aggregate"),
+    # Last: anything else under the API answers a JSON 404 (documented), never an HTML page.
+    re_path(r"^", not_found, name="not-found"),
 ]

@@ -115,6 +115,8 @@ class Ingestor:
             event = enrich(draft, ctx, self.steps)
         except Drop as drop:
             return Accepted("ignored", draft.event_id, drop.reason.value)
+        except InvalidEvent as exc:  # e.g. a page view whose URL is javascript:… (400, not 500)
+            raise BadBeacon(exc.reason, exc.detail) from None
         try:
             data = encode(event)
             decode(data)  # the event must pass the same validation every consumer applies

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from footfall.events import SCHEMA_VERSION, Event, UserAgent, Utm
+from footfall.events import SCHEMA_VERSION, Event, InvalidEvent, UserAgent, Utm
 
 
 class DropReason(StrEnum):
@@ -109,7 +109,12 @@ Step = Callable[[Draft, SiteContext], Draft]
 
 
 def enrich(draft: Draft, ctx: SiteContext, steps: Sequence[Step]) -> Event:
-    """Run ``steps`` in order and return the event; raise :class:`Drop` to drop it."""
+    """Run ``steps`` in order and return the event; raise :class:`Drop` to drop it, or
+    :class:`~footfall.events.InvalidEvent` if the result breaks the event's own rules (a page
+    view whose URL is not an http(s) URL has none left after canonicalization)."""
     for step in steps:
         draft = step(draft, ctx)
-    return draft.to_event()
+    try:
+        return draft.to_event()
+    except ValueError as exc:  # raised by Event.__post_init__
+        raise InvalidEvent("invalid_field", str(exc)) from None

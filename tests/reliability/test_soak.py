@@ -1,0 +1,266 @@
+"""Soak: a gunicorn collector and a realtime worker (processes, as deploy/local/app.py runs them)
+take half of the measured maximum beacon rate for 30 minutes (CI: about 45 s): the memory of each
+process grows less than 5 % after warm-up, fewer than 0.01 % of requests fail, and the realtime
+counters equal the truth of what was accepted at the end.
+
+The maximum is measured first with a short closed-loop burst (or taken from
+``FOOTFALL_SOAK_RATE``, beacons per second, which is then the soak rate itself). The processes run
+production-like (DEBUG off, behind one trusted proxy) on a private SQLite database, spool and
+events topic, so the counters of the soak's site hold exactly its traffic. Memory is the resident
+set size from /proc, sampled after the warm-up and at the end.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import redis
+
+from footfall.config import Config
+from realtime.keys import KeyLayout
+from realtime.queries import RealtimeQueries
+from realtime.store import CounterStore
+from tests.integration.collector.test_collect import CHROME
+from tests.integration.conftest import kafka_admin, rt_topic  # noqa: F401 - fixtures
+from tests.integration.realtime.conftest import wait_consumed
+from tests.integration.realtime.test_exactly_once import end_offsets
+from tests.reliability.conftest import REPO, Results, Row, size
+
+SOAK_S = size(45, 1800)
+WARM_UP_S = size(15, 300)  # load before the first memory sample
+MEASURE_S = size(6, 30)  # the closed-loop burst that measures the maximum rate
+CLIENTS = 500  # distinct client addresses (X-Forwarded-For), each far under the flood limit
+PATHS = 40
+THREADS = 8
+MAX_GROWTH = 0.05
+MAX_ERROR_RATE = 0.0001
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return sorted(out)
+
+
+@dataclass
+class Stack:
+    site: str
+    port: int
+    topic: str
+    group: str
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    log_dir: Path | None = None
+
+    def pids(self) -> dict[str, int]:
+        """Every process of the soak: gunicorn's master and workers, the realtime worker."""
+        pids = {"gunicorn master": self.procs["web"].pid, "realtime worker": self.procs["realtime"].pid}
+        for n, pid in enumerate(children(self.procs["web"].pid), start=1):
+            pids[f"gunicorn worker {n}"] = pid
+        return pids
+
+    def log_tail(self) -> str:
+        assert self.log_dir is not None
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in self.log_dir.glob("*.log"))
+
+
+@pytest.fixture
+def stack(cfg: Config, rt_topic: str, tmp_path: Path) -> Iterator[Stack]:  # noqa: F811
+    """Collector (gunicorn, 2 workers x 4 threads, like deploy/local/app.py) and realtime worker."""
+    soak = Stack(site=f"soak-{uuid.uuid4().hex[:8]}", port=free_port(), topic=rt_topic, group=f"soak-{rt_topic}")
+    soak.log_dir = tmp_path / "logs"
+    soak.log_dir.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "FOOTFALL_SPOOL_DIR", "FOOTFALL_ENV"}},
+        "DEBUG": "0",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "FOOTFALL_DATA_DIR": str(tmp_path / "data"),
+        "FOOTFALL_EVENTS_TOPIC": rt_topic,
+        "FOOTFALL_TRUSTED_PROXIES": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    for argv in (["migrate", "--noinput", "-v", "0"], ["create_site", soak.site, "--domain", "example.com"]):
+        subprocess.run([sys.executable, "manage.py", *argv], env=env, cwd=REPO, check=True, capture_output=True)
+    argvs = {
+        "web": [sys.executable, "-m", "gunicorn", "footfall.wsgi", "--bind", f"127.0.0.1:{soak.port}",
+                "--workers", "2", "--threads", "4"],
+        "realtime": [sys.executable, "manage.py", "run_realtime", "--topic", rt_topic, "--group", soak.group],
+    }  # fmt: skip
+    try:
+        for name, argv in argvs.items():
+            with (soak.log_dir / f"{name}.log").open("wb") as log:
+                soak.procs[name] = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                                    start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", soak.port, timeout=5)
+                conn.request("GET", "/api/v1/health", headers={"X-Forwarded-Proto": "https"})
+                if conn.getresponse().status in (200, 503):
+                    break
+            except OSError:
+                pass
+            for name, proc in soak.procs.items():
+                assert proc.poll() is None, f"{name} exited:\n{soak.log_tail()}"
+            assert time.monotonic() < deadline, f"gunicorn did not answer:\n{soak.log_tail()}"
+            time.sleep(0.5)
+        yield soak
+    finally:
+        for proc in soak.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in soak.procs.values():
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+
+
+class Load:
+    """Beacons from ``THREADS`` keep-alive connections; closed loop (``rate`` None) or paced."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.statuses: Counter[int | str] = Counter()
+        self.accepted: Counter[str] = Counter()  # path -> accepted page views
+        self.lock = threading.Lock()
+        self.seq = 0
+
+    def run(self, seconds: float, rate: float | None = None) -> float:
+        """Send for ``seconds``; return the rate of accepted beacons."""
+        before = self.statuses[202]
+        stop_at = time.monotonic() + seconds
+        threads = [threading.Thread(target=self._worker, args=(n, stop_at, rate)) for n in range(THREADS)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return (self.statuses[202] - before) / (time.monotonic() - started)
+
+    def _worker(self, n: int, stop_at: float, rate: float | None) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.stack.port, timeout=30)
+        interval = THREADS / rate if rate else 0.0
+        next_at = time.monotonic() + n * interval / THREADS
+        while True:
+            now = time.monotonic()
+            if now >= stop_at:
+                break
+            if interval:
+                if next_at > now:
+                    time.sleep(next_at - now)
+                next_at += interval
+            with self.lock:
+                self.seq += 1
+                i = self.seq
+            path = f"/soak/{i % PATHS}"
+            body = json.dumps({"site_id": self.stack.site, "url": f"https://example.com{path}"}).encode()
+            headers = {
+                "Content-Type": "text/plain",
+                "User-Agent": CHROME,
+                "X-Forwarded-For": f"198.18.{i % CLIENTS // 250}.{i % CLIENTS % 250 + 1}",
+                "X-Forwarded-Proto": "https",
+            }
+            try:
+                conn.request("POST", "/collect", body, headers)
+                resp = conn.getresponse()
+                resp.read()
+                status: int | str = resp.status
+            except (OSError, http.client.HTTPException) as exc:
+                status = type(exc).__name__
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.stack.port, timeout=30)
+            with self.lock:
+                self.statuses[status] += 1
+                if status == 202:
+                    self.accepted[path] += 1
+        conn.close()
+
+
+def test_soak_memory_errors_and_exact_counters(stack: Stack, cfg: Config, results: Results) -> None:
+    started = time.monotonic()
+    load = Load(stack)
+    load.run(2.0)  # first requests load the enrichment tables and connect the producer
+    given = float(os.environ.get("FOOTFALL_SOAK_RATE") or 0)
+    max_rate = given * 2 or load.run(MEASURE_S)
+    rate = max_rate / 2
+    window_start = int(time.time() * 1000) - 60_000 * 5  # every beacon of the test (incl. the burst)
+
+    load.run(WARM_UP_S, rate)
+    pids = stack.pids()
+    before = {name: rss_kib(pid) for name, pid in pids.items()}
+    soak_started = time.monotonic()
+    achieved = load.run(SOAK_S - WARM_UP_S, rate)
+    after = {name: rss_kib(pid) for name, pid in pids.items()}
+    soak_seconds = time.monotonic() - soak_started
+    for name, proc in stack.procs.items():
+        assert proc.poll() is None, f"{name} died during the soak:\n{stack.log_tail()}"
+
+    # Counters at the end: the realtime worker consumed the whole topic; counts equal the truth.
+    store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout())
+    wait_consumed(store, stack.group, stack.topic, end_offsets(cfg, stack.topic), timeout=300)
+    now = int(time.time() * 1000) + 60_000
+    queries = RealtimeQueries(store)
+    counted = queries.totals(stack.site, window_start, now)["pageviews"]
+    pages = {r.value: r.pageviews for r in queries.top(stack.site, "page", window_start, now, limit=PATHS * 2)}
+    in_kafka = sum(end_offsets(cfg, stack.topic).values())
+    accepted = load.statuses[202]
+    sent = load.statuses.total()
+    errors = sent - accepted
+    growth = {name: round((after[name] - before[name]) / before[name], 4) for name in before}
+    results.record(
+        Row(
+            scenario="soak",
+            load=f"{soak_seconds + WARM_UP_S:.0f} s at {rate:.0f}/s (half of the measured max {max_rate:.0f}/s; "
+            f"achieved {achieved:.0f}/s), gunicorn 2x4 + 1 realtime worker",
+            faults="none (duration)",
+            sent=sent,
+            lost=max(0, accepted - counted),
+            duplicated=max(0, counted - accepted),
+            errors_5xx=sum(n for code, n in load.statuses.items() if isinstance(code, int) and code >= 500),
+            notes=f"error rate {errors / sent:.5%} {dict(load.statuses)}; Kafka {in_kafka}, counted {counted}; "
+            f"RSS KiB before/after { ({k: (before[k], after[k]) for k in before}) }; growth {growth}",
+        ),
+        started,
+    )
+    assert errors / sent < MAX_ERROR_RATE, dict(load.statuses)
+    assert in_kafka == accepted, "the log holds other than the accepted beacons"
+    assert counted == accepted
+    assert pages == {path: n for path, n in load.accepted.items()}
+    for name, g in growth.items():
+        assert g < MAX_GROWTH, f"{name} grew {g:.1%} ({before[name]} -> {after[name]} KiB)"
