@@ -99,7 +99,8 @@ def test_operator_injection_in_every_parameter_does_nothing(
         response = call(client, path, site_key.site.site_id, site_key.key, **{"limit[$gt]": "0", "from[$ne]": "1"})
         assert response.status_code == 200
     for payload in INJECTIONS:
-        for path in (f"breakdown/{payload}", f"referrers/{payload}/pages", f"pages/{payload}/referrers"):
+        for tail in (f"breakdown/{payload}", f"referrers/{payload}/pages", f"pages/{payload}/referrers"):
+            path = "sites/{site_id}/" + tail
             response = call(client, path, site_key.site.site_id, site_key.key)
             assert response.status_code in (200, 400, 404), (path, response.status_code)
     assert (db[BREAKDOWNS].estimated_document_count(), db[RUNS].estimated_document_count()) == before
