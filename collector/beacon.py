@@ -8,12 +8,12 @@ a message naming the field. :func:`to_draft` then adds the request facts and ``n
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from typing import Annotated
 
 import msgspec
 
+from collector.enrich.addresses import canonical_ip
 from collector.enrich.pipeline import Draft
 from footfall.events import MAX_PROP_KEY_LENGTH, MAX_PROP_VALUE_LENGTH, MAX_PROPS, MAX_TITLE_LENGTH, new_event_id
 
@@ -129,15 +129,18 @@ def client_ip(remote_addr: str | None, forwarded_for: str | None, trusted_proxie
         hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
         if len(hops) >= trusted_proxies:
             candidate = hops[-trusted_proxies]
-    try:
-        return str(ipaddress.ip_address((candidate or "").strip()))
-    except ValueError:
-        return None
+    return canonical_ip(candidate)
 
 
 def asks_not_to_track(headers: Mapping[str, str]) -> bool:
     """True for ``DNT: 1`` or Global Privacy Control (``Sec-GPC: 1``)."""
     return headers.get("DNT") == "1" or headers.get("Sec-GPC") == "1"
+
+
+def meta_asks_not_to_track(meta: Mapping[str, object]) -> bool:
+    """:func:`asks_not_to_track` on a WSGI environ (Django's ``request.META``): the hot paths
+    read META directly, because ``request.headers`` copies every header on first use."""
+    return meta.get("HTTP_DNT") == "1" or meta.get("HTTP_SEC_GPC") == "1"
 
 
 def to_draft(

@@ -15,7 +15,7 @@ import redis
 
 from collector.beacon import BadBeacon, Beacon, to_draft
 from collector.enrich.pipeline import Drop, SiteContext, Step, enrich
-from collector.enrich.steps import DEFAULT_STEPS
+from collector.enrich.steps import DEFAULT_STEPS, warm_up
 from collector.ratelimit import RateLimiter
 from collector.salts import SaltStore, salt_day
 from collector.sink import KafkaSink, SinkUnavailable, event_key
@@ -70,6 +70,9 @@ class Ingestor:
         self.salts = salts or SaltStore(redis.Redis.from_url(cfg.redis_url, socket_timeout=2))
         self.limiter = limiter or RateLimiter(cfg.client_rate, cfg.client_burst)
         self.steps = steps
+        # Built on the first beacon of a process (or at server start by BeaconMiddleware):
+        # load the enrichment tables once, now, not a piece in each of the first requests.
+        warm_up()
 
     def site(self, site_id: str, origin: str | None = None) -> SiteInfo:
         """The site, or :class:`Rejected` 403 if unknown or ``origin`` is not allowed."""

@@ -13,9 +13,17 @@ favicon by default), ``SAMPLE_RATE`` (0 to 1), ``DOMAINS``, ``RESPECT_DNT``, ``D
 ``SALT_POLICY``, ``TIMEZONE``. Kafka and Redis come from the environment like the rest of
 Footfall (``KAFKA_BOOTSTRAP_SERVERS``, ``REDIS_URL``).
 
-The host's response is returned untouched. Building the event is cheap and done inline;
-enrichment and delivery run on a background thread; any failure is caught, counted and
-logged at most once a minute — never raised.
+The host's response is returned untouched. On the request thread the middleware only
+decides whether the request is wanted and copies the dozen request values an event needs
+(a few microseconds); host validation, URL building, the client address, enrichment,
+encoding and delivery run on a background thread (see :class:`~collector.sink.BackgroundWorker`).
+Any failure is caught, counted and logged at most once a minute — never raised. These
+events are best effort by design: the host's response never waits for them, so a full
+queue (Kafka and the spool both failing for long) drops and counts them; beacons, which
+answer 202 only once their event is queued or spooled, have the no-loss guarantee.
+
+:class:`BeaconMiddleware` is a second, optional middleware for the collector's own site:
+it answers the beacon endpoints ahead of the rest of the middleware stack.
 """
 
 from __future__ import annotations
@@ -24,16 +32,19 @@ import random
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import redis
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.urls import NoReverseMatch, Resolver404, get_script_prefix, resolve, reverse
 
-from collector.beacon import asks_not_to_track, client_ip
+from collector.beacon import client_ip, meta_asks_not_to_track
 from collector.enrich.pipeline import Draft, Drop, SiteContext, enrich
-from collector.enrich.steps import DEFAULT_STEPS
+from collector.enrich.steps import DEFAULT_STEPS, warm_up
 from collector.runtime import footfall_config
 from collector.salts import SALT_POLICIES, SaltStore, salt_day
 from collector.sink import BackgroundWorker, KafkaSink, get_sink
@@ -41,6 +52,52 @@ from footfall.events import new_event_id
 
 DEFAULT_EXCLUDES = (r"^/static/", r"^/media/", r"^/admin/", r"^/favicon\.ico$", r"^/(health|healthz|ready|readyz)/?$")
 TRACK_MODES = ("pageviews", "requests")
+
+
+# What an event needs from a request's META, copied on the request thread (the request
+# object itself must not outlive the request). SECURE_PROXY_SSL_HEADER is not among them:
+# the scheme is read on the request thread, where Django resolves it.
+_META_KEYS = (
+    "HTTP_HOST", "SERVER_NAME", "SERVER_PORT", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT", "QUERY_STRING",
+    "HTTP_REFERER", "HTTP_USER_AGENT", "REMOTE_ADDR", "HTTP_X_FORWARDED_FOR", "HTTP_DNT", "HTTP_SEC_GPC",
+)  # fmt: skip
+
+
+_URL_CACHE_SIZE = 4096  # entries of the worker's URL memo (see ClickstreamMiddleware._url_and_host)
+
+
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs twice as much
+class Hit:
+    """One tracked request as the request thread saw it; the IP in ``meta`` stays in memory."""
+
+    ts: int
+    scheme: str
+    path: str
+    meta: dict[str, str]
+    method: str | None = None  # "requests" mode only, like status and duration
+    status: int | None = None
+    duration_ms: float | None = None
+
+
+class _SeenRequest(HttpRequest):
+    """A :class:`Hit` dressed as a request, so the worker thread gets the host and the absolute
+    URL from Django's own ``get_host()`` (ALLOWED_HOSTS, X-Forwarded-Host) and
+    ``build_absolute_uri()`` rather than from a copy of their rules."""
+
+    def __init__(self, hit: Hit) -> None:  # no super().__init__(): no GET/POST/FILES needed
+        self.META = hit.meta
+        self.path = self.path_info = hit.path
+        self._seen_scheme = hit.scheme
+        self._host: str | None = None
+
+    @property
+    def scheme(self) -> str:
+        return self._seen_scheme
+
+    def get_host(self) -> str:
+        if self._host is None:  # build_absolute_uri() asks again: validate once
+            self._host = super().get_host()
+        return self._host
 
 
 class ClickstreamMiddleware:
@@ -71,12 +128,20 @@ class ClickstreamMiddleware:
         self.worker = BackgroundWorker()
         self.sink: KafkaSink | None = None  # the process's shared sink unless set
         self._salts: SaltStore | None = None
+        self._ctx_key: tuple[bytes, str] | None = None  # the worker's last (salt, host) and its context
+        self._ctx = self.context
+        self._urls: dict[tuple[str | None, ...], tuple[str, str]] = {}  # see _url_and_host
+        # Middleware is built when the server loads the app: pay the enrichment tables' loading
+        # now (pure data, safe before a fork) rather than in the first page views.
+        warm_up()
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         response = self.get_response(request)
         try:
-            self._track(request, response, (time.perf_counter() - started) * 1000)
+            if self._wanted(request, response):
+                hit = self._capture(request, response, (time.perf_counter() - started) * 1000)
+                self.worker.submit(partial(self._deliver, hit))
         except Exception as exc:  # tracking must never break the host app
             self.worker.failed("build_failed", exc)
         return response
@@ -92,46 +157,138 @@ class ClickstreamMiddleware:
                 return False
         return self.sample_rate >= 1.0 or random.random() < self.sample_rate  # noqa: S311 - sampling, not security
 
-    def _track(self, request: HttpRequest, response: HttpResponse, duration_ms: float) -> None:
-        if not self._wanted(request, response):
-            return
-        now_ms = int(time.time() * 1000)
+    def _capture(self, request: HttpRequest, response: HttpResponse, duration_ms: float) -> Hit:
+        """The request thread's whole share of the work: copy, do not compute."""
+        meta = request.META
         requests_mode = self.track == "requests"
-        draft = Draft(
-            site_id=self.site_id,
-            type="request" if requests_mode else "pageview",
-            ts=now_ms,
-            received_at=now_ms,
-            event_id=new_event_id(),
-            url=request.build_absolute_uri()[:8192],
-            referrer=request.headers.get("Referer") or None,
+        return Hit(
+            ts=int(time.time() * 1000),
+            scheme=request.scheme,
+            path=request.path,
+            meta={key: meta[key] for key in _META_KEYS if key in meta},
             method=request.method if requests_mode else None,
             status=response.status_code if requests_mode else None,
             duration_ms=round(duration_ms, 3) if requests_mode else None,
-            ip=client_ip(
-                request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"), self.cfg.trusted_proxies
-            ),
-            user_agent=request.headers.get("User-Agent", "")[:2048],
-            dnt=asks_not_to_track(request.headers),
         )
-        host = request.get_host().rsplit(":", 1)[0].lower()
-        self.worker.submit(lambda: self._deliver(draft, host))
 
-    def _deliver(self, draft: Draft, host: str) -> None:
-        """On the worker thread: salt, enrich, send (failures are counted by the worker)."""
+    def _deliver(self, hit: Hit) -> None:
+        """On the worker thread: build, salt, enrich, send (failures are counted by the worker)."""
+        meta = hit.meta
+        url, host = self._url_and_host(hit)
+        draft = Draft(
+            site_id=self.site_id,
+            type="request" if self.track == "requests" else "pageview",
+            ts=hit.ts,
+            received_at=hit.ts,
+            event_id=new_event_id(),
+            url=url,
+            referrer=meta.get("HTTP_REFERER") or None,
+            method=hit.method,
+            status=hit.status,
+            duration_ms=hit.duration_ms,
+            ip=client_ip(meta.get("REMOTE_ADDR"), meta.get("HTTP_X_FORWARDED_FOR"), self.cfg.trusted_proxies),
+            user_agent=meta.get("HTTP_USER_AGENT", "")[:2048],
+            dnt=meta_asks_not_to_track(meta),
+        )
         if self._salts is None:
             self._salts = SaltStore(redis.Redis.from_url(self.cfg.redis_url, socket_timeout=2))
         salt = self._salts.salt(salt_day(draft.ts, self.salt_policy, self.timezone))
-        ctx = SiteContext(
-            site_id=self.context.site_id,
-            domains=self.context.domains or (host,),  # the site's own host makes referrers internal
-            respect_dnt=self.context.respect_dnt,
-            drop_bots=self.context.drop_bots,
-            salt=salt,
-        )
+        if self._ctx_key != (salt, host):  # one worker thread: no lock needed
+            self._ctx = SiteContext(
+                site_id=self.context.site_id,
+                domains=self.context.domains or (host,),  # the site's own host makes referrers internal
+                respect_dnt=self.context.respect_dnt,
+                drop_bots=self.context.drop_bots,
+                salt=salt,
+            )
+            self._ctx_key = (salt, host)
         try:
-            event = enrich(draft, ctx, DEFAULT_STEPS)
+            event = enrich(draft, self._ctx, DEFAULT_STEPS)
         except Drop as drop:
             self.worker.stats[f"dropped_{drop.reason.value}"] += 1
             return
         (self.sink or get_sink(self.cfg)).send(event)
+
+    def _url_and_host(self, hit: Hit) -> tuple[str, str]:
+        """The page's absolute URL and host name, from Django's ``build_absolute_uri()`` and
+        ``get_host()`` (which raises DisallowedHost for a host not in ALLOWED_HOSTS: the job is
+        counted as failed). Memoized per scheme, path, query and the META values get_host()
+        reads: a site has few hosts and its pages repeat, and host validation plus URL quoting
+        were a third of the worker's time per event. Only the worker thread calls this;
+        failures are not cached. Settings are read when an entry is made (they do not change
+        while a server runs)."""
+        meta = hit.meta
+        get = meta.get
+        key = (hit.scheme, hit.path, get("QUERY_STRING"), get("HTTP_HOST"), get("HTTP_X_FORWARDED_HOST"),
+               get("HTTP_X_FORWARDED_PORT"), get("SERVER_NAME"), get("SERVER_PORT"))  # fmt: skip
+        found = self._urls.get(key)
+        if found is None:
+            seen = _SeenRequest(hit)
+            found = (seen.build_absolute_uri()[:8192], seen.get_host().rsplit(":", 1)[0].lower())
+            if len(self._urls) >= _URL_CACHE_SIZE:
+                self._urls.clear()  # crude but bounded; refilled from the pages that still come
+            self._urls[key] = found
+        return found
+
+
+class BeaconMiddleware:
+    """Answer the beacon endpoints (``POST /collect``, ``GET /p.gif``) ahead of the rest of the
+    middleware stack. For the collector's own site; a host app tracked by
+    :class:`ClickstreamMiddleware` does not need it. Install it right after
+    ``SecurityMiddleware``, so HTTPS redirects and HSTS apply to beacons as before::
+
+        MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", "collector.middleware.BeaconMiddleware", ...]
+
+    Why: a beacon is a cookie-less, credential-less, CSRF-exempt request whose view needs
+    nothing from sessions, authentication, messages, CSRF or clickjacking protection, yet
+    passing through them and URL resolution cost about as much server time as the
+    beacon's own work (validation, enrichment, produce). The views called here are the
+    very ones the URLconf routes those paths to, so every answer is the same: 202, 400,
+    403, 405, 413, 429, 503 with their reasons and CORS headers. Like ``CommonMiddleware``
+    it checks the Host header against ``ALLOWED_HOSTS`` (400) and ``DISALLOWED_USER_AGENTS``
+    (403). What the skipped middleware would have added and these answers do not need:
+    ``X-Frame-Options`` (nothing to frame in a JSON or GIF answer) and ``Vary: Cookie``
+    (no cookie is read). The paths are looked up in the URLconf on the first request
+    (``reverse("collect")``, ``reverse("pixel")``); a site that does not route them there
+    gets every request passed through unchanged.
+    """
+
+    ROUTE_NAMES = ("collect", "pixel")
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self._routes: dict[str, Callable[[HttpRequest], HttpResponse]] | None = None
+        self._check_agents = "django.middleware.common.CommonMiddleware" in settings.MIDDLEWARE
+        warm_up()  # built at server start: the first beacons should not load the enrichment tables
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        routes = self._routes
+        if routes is None:  # the URLconf is only usable once a request is being handled
+            routes = self._routes = self._find_routes()
+        view = routes.get(request.path_info)
+        if view is None:
+            return self.get_response(request)
+        request.get_host()  # DisallowedHost: Django answers 400, as when CommonMiddleware asks
+        if self._check_agents:
+            user_agent = request.META.get("HTTP_USER_AGENT")
+            if user_agent is not None and any(p.search(user_agent) for p in settings.DISALLOWED_USER_AGENTS):
+                raise PermissionDenied("Forbidden user agent")
+        return view(request)
+
+    def _find_routes(self) -> dict[str, Callable[[HttpRequest], HttpResponse]]:
+        """path_info -> view for the beacon views the URLconf routes (by name, at its root or
+        under a prefix); nothing for a name it routes elsewhere or not at all."""
+        from collector import views  # the views import models: not before the app registry is ready
+
+        wanted = {"collect": views.collect, "pixel": views.pixel}
+        routes: dict[str, Callable[[HttpRequest], HttpResponse]] = {}
+        prefix = get_script_prefix()
+        for name in self.ROUTE_NAMES:
+            try:
+                path_info = "/" + reverse(name).removeprefix(prefix)
+                match = resolve(path_info)
+            except (NoReverseMatch, Resolver404):
+                continue
+            if match.func is wanted[name] and not match.args and not match.kwargs:
+                routes[path_info] = match.func
+        return routes

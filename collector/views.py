@@ -9,12 +9,14 @@ Retry-After), 503 when the event can neither be queued nor spooled.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from functools import cache
 from pathlib import Path
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+import msgspec
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
@@ -22,8 +24,8 @@ from collector.beacon import (
     MAX_BODY_BYTES,
     BadBeacon,
     Beacon,
-    asks_not_to_track,
     client_ip,
+    meta_asks_not_to_track,
     parse_batch,
     parse_json,
     parse_query,
@@ -44,8 +46,17 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _error(status: int, reason: str, detail: str = "", retry_after: float | None = None) -> JsonResponse:
-    resp = JsonResponse({"error": reason, "detail": detail}, status=status)
+def _json(data: object, status: int = 200) -> HttpResponse:
+    """A JSON answer, like Django's JsonResponse at a third of its cost (msgspec encodes): beacons are hot."""
+    try:
+        body = msgspec.json.encode(data)
+    except UnicodeEncodeError:  # a lone surrogate in an error detail: json escapes it, msgspec cannot
+        body = json.dumps(data).encode()
+    return HttpResponse(body, content_type="application/json", status=status)
+
+
+def _error(status: int, reason: str, detail: str = "", retry_after: float | None = None) -> HttpResponse:
+    resp = _json({"error": reason, "detail": detail}, status=status)
     if retry_after is not None:
         resp["Retry-After"] = str(max(1, math.ceil(retry_after)))
     return resp
@@ -54,7 +65,7 @@ def _error(status: int, reason: str, detail: str = "", retry_after: float | None
 def _cors(request: HttpRequest, resp: HttpResponse) -> HttpResponse:
     """Beacons carry no credentials, so any page may read the answer; the site's allowed
     origins are enforced on the request itself (403), not through CORS."""
-    origin = request.headers.get("Origin")
+    origin = request.META.get("HTTP_ORIGIN")  # not request.headers: it copies every header on first use
     if origin:
         resp["Access-Control-Allow-Origin"] = origin
         resp["Vary"] = "Origin"
@@ -63,12 +74,12 @@ def _cors(request: HttpRequest, resp: HttpResponse) -> HttpResponse:
 
 
 def _facts(request: HttpRequest) -> RequestFacts:
-    cfg = footfall_config()
+    meta = request.META  # not request.headers: it copies every header on first use
     return RequestFacts(
-        ip=client_ip(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"), cfg.trusted_proxies),
-        user_agent=request.headers.get("User-Agent", "")[:2048],
-        dnt=asks_not_to_track(request.headers),
-        origin=request.headers.get("Origin"),
+        ip=client_ip(meta.get("REMOTE_ADDR"), meta.get("HTTP_X_FORWARDED_FOR"), footfall_config().trusted_proxies),
+        user_agent=meta.get("HTTP_USER_AGENT", "")[:2048],
+        dnt=meta_asks_not_to_track(meta),
+        origin=meta.get("HTTP_ORIGIN"),
     )
 
 
@@ -118,7 +129,7 @@ def collect(request: HttpRequest) -> HttpResponse:
         return _cors(request, _error(400, exc.reason, exc.detail))
     except Rejected as exc:
         return _cors(request, _error(exc.status, exc.reason, exc.detail, exc.retry_after))
-    return _cors(request, JsonResponse(_accepted_body(result), status=202))
+    return _cors(request, _json(_accepted_body(result), status=202))
 
 
 @csrf_exempt
@@ -200,4 +211,4 @@ def ingest_batch(request: HttpRequest, site_id: str) -> HttpResponse:
                 return _error(503, exc.reason, f"{exc.detail}; {index} events accepted before this one")
             results.append({"index": index, "status": "rejected", "error": exc.reason, "detail": exc.detail})
     accepted = sum(1 for r in results if r["status"] in {"queued", "spooled", "ignored"})
-    return JsonResponse({"accepted": accepted, "rejected": len(results) - accepted, "results": results}, status=202)
+    return _json({"accepted": accepted, "rejected": len(results) - accepted, "results": results}, status=202)

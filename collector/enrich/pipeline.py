@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from collector.enrich.addresses import IPAddress, parse_ip
 from footfall.events import SCHEMA_VERSION, Event, InvalidEvent, UserAgent, Utm
 
 
@@ -77,6 +78,24 @@ class Draft:
     ua: UserAgent | None = None
     country: str | None = None
     visitor_id: str | None = None
+    # ``ip`` parsed, with the text it was parsed from (see :meth:`address`).
+    _address: tuple[str, IPAddress | None] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def address(self) -> IPAddress | None:
+        """``ip`` as an address (``None`` if it is none), parsed once per value: geolocation
+        and the visitor id both need it, and parsing is a good part of their cost."""
+        ip, memo = self.ip, self._address
+        if memo is None or memo[0] is not ip:  # parsed from another value, or never
+            if ip is None:
+                return None
+            memo = self._address = (ip, parse_ip(ip.strip()))
+        return memo[1]
+
+    def forget_ip(self) -> None:
+        """Erase the client's IP and User-Agent (and the parsed address) from the draft."""
+        self.ip = None
+        self.user_agent = ""
+        self._address = None
 
     def to_event(self) -> Event:
         """The finished event (no IP, no raw User-Agent)."""

@@ -24,6 +24,7 @@ import hashlib
 import ipaddress
 from typing import Final
 
+from collector.enrich.addresses import IPAddress, parse_ip
 from collector.enrich.pipeline import Draft, Drop, DropReason, SiteContext
 
 VISITOR_ID_BYTES: Final = 16  # 32 hex characters
@@ -39,24 +40,30 @@ def respect_dnt(draft: Draft, ctx: SiteContext) -> Draft:
 
 def visitor_id(salt: bytes, site_id: str, ip: str | None, user_agent: str) -> str:
     """The keyed hash of (site, IP, User-Agent) as 32 hex characters."""
+    return _digest(salt, site_id, _canonical_ip(ip), user_agent)
+
+
+def _digest(salt: bytes, site_id: str, canonical_ip: str, user_agent: str) -> str:
     if not salt:
         raise ValueError("visitor id: ctx.salt is empty; the collector must set today's secret salt")
     if len(salt) > MAX_SALT_BYTES:
         raise ValueError(f"visitor id: ctx.salt is {len(salt)} bytes, BLAKE2b keys are at most {MAX_SALT_BYTES}")
-    digest = hashlib.blake2b(key=salt, digest_size=VISITOR_ID_BYTES)
-    for part in (site_id, _canonical_ip(ip), user_agent):
+    buffer = bytearray()
+    for part in (site_id, canonical_ip, user_agent):
         # surrogatepass: a lone surrogate must hash (distinctly), not crash the request.
         data = part.encode("utf-8", "surrogatepass")
-        digest.update(len(data).to_bytes(4, "big"))
-        digest.update(data)
-    return digest.hexdigest()
+        buffer += len(data).to_bytes(4, "big")
+        buffer += data
+    # One update of the framed parts: the same bytes as one update per piece, fewer calls.
+    return hashlib.blake2b(buffer, key=salt, digest_size=VISITOR_ID_BYTES).hexdigest()
 
 
 def assign_visitor_id(draft: Draft, ctx: SiteContext) -> Draft:
     """Set ``draft.visitor_id``, then erase the IP and the raw User-Agent from the draft."""
-    draft.visitor_id = visitor_id(ctx.salt, draft.site_id, draft.ip, draft.user_agent)
-    draft.ip = None
-    draft.user_agent = ""
+    address = draft.address()  # parsed once, for geolocation and here
+    canonical = _canonical_ip(draft.ip) if address is None else _canonical_text(address)
+    draft.visitor_id = _digest(ctx.salt, draft.site_id, canonical, draft.user_agent)
+    draft.forget_ip()
     return draft
 
 
@@ -68,10 +75,11 @@ def _canonical_ip(ip: str | None) -> str:
     if not ip:
         return ""
     text = ip.strip()
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        return text
+    address = parse_ip(text)
+    return text if address is None else _canonical_text(address)
+
+
+def _canonical_text(address: IPAddress) -> str:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return str(address.ipv4_mapped)
     return str(address)

@@ -37,7 +37,8 @@ def middleware(settings, site: Site, **options: object) -> ClickstreamMiddleware
 
 
 def get(path: str, **extra: str) -> HttpRequest:
-    return RequestFactory().get(path, HTTP_HOST="example.com", HTTP_USER_AGENT=CHROME, REMOTE_ADDR=IP, **extra)
+    headers = {"HTTP_HOST": "example.com", "HTTP_USER_AGENT": CHROME, "REMOTE_ADDR": IP, **extra}
+    return RequestFactory().get(path, **headers)
 
 
 def of_site(site: Site):
@@ -108,3 +109,25 @@ def test_missing_site_id_is_a_configuration_error(settings) -> None:
     settings.FOOTFALL_COLLECTOR = {}
     with pytest.raises(ImproperlyConfigured, match="FOOTFALL_SITE_ID"):
         ClickstreamMiddleware(host_view)
+
+
+def test_a_disallowed_host_is_counted_not_raised_nor_sent(settings, site: Site, events_tail: TopicTail) -> None:
+    """Host validation moved to the worker thread: a Host outside ALLOWED_HOSTS still makes
+    no event and never reaches the host app's response."""
+    mw = middleware(settings, site)
+    assert mw(get("/bad", HTTP_HOST="evil.test")) is PAGE
+    mw(get("/good"))
+    mw.worker.drain(10)
+    assert mw.worker.stats["failed"] == 1
+    paths = [decode(m.value()).path for m in events_tail.read(of_site(site), 1, settle=1.0)]
+    assert paths == ["/good"]
+
+
+def test_forwarded_host_and_scheme_build_the_url(settings, site: Site, events_tail: TopicTail) -> None:
+    """The URL is Django's build_absolute_uri() of the original request, proxy headers included."""
+    settings.USE_X_FORWARDED_HOST = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    mw = middleware(settings, site)
+    mw(get("/p?q=1", HTTP_X_FORWARDED_HOST="example.com", HTTP_X_FORWARDED_PROTO="https", HTTP_HOST="internal"))
+    [msg] = events_tail.read(of_site(site), 1)
+    assert decode(msg.value()).url == "https://example.com/p?q=1"

@@ -1,0 +1,115 @@
+"""Results of the collector benchmark: medians, ratios against the goals, the Kafka event
+check, a table for people and JSON for machines (``artifacts/bench/collector.json``)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+NOISY = 0.10  # above this median share of the machine's CPU used by others, req/s ratios are suspect
+GOALS = {
+    "middleware": ("B_page", "A_page", 0.95),  # B(/bench/page) / A(/bench/page)
+    "beacon": ("A_collect", "A_empty", 0.80),  # A(POST /collect) / A(/bench/empty)
+}
+
+
+def _median(runs: Sequence[Mapping], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return round(statistics.median(values), 4) if values else None
+
+
+def kafka_check(produced: int, expected: int, tracked: bool, slack: int) -> str:
+    """Whether the events on Kafka match the 2xx answers wrk counted.
+
+    wrk stops counting at the deadline while up to one request per connection is still
+    being served, so a tracked variant may show up to ``slack`` events more than answers.
+    """
+    diff = produced - expected
+    if not tracked:
+        return "ok" if diff == 0 else f"{diff:+d} unexpected (another producer on the topic?)"
+    if diff < 0:
+        return f"{-diff} missing (dropped, spooled or lost)"
+    return "ok" if diff == 0 else ("ok, in flight at the deadline" if diff <= slack else f"{diff:+d} unexplained")
+
+
+def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], connections: int) -> dict:
+    """The result document."""
+    variants = {}
+    for key in order:
+        rs = runs[key]
+        produced = sum(r["events_produced"] for r in rs)
+        expected = sum(r["events_expected"] for r in rs)
+        tracked = any(r["events_expected"] for r in rs)
+        variants[key] = {
+            "median_rps": _median(rs, "rps"),
+            "median_p50_ms": _median(rs, "p50_ms"),
+            "median_p99_ms": _median(rs, "p99_ms"),
+            "median_server_cpu_ms_per_req": _median(rs, "server_cpu_ms_per_req"),
+            "median_kafka_cpu_ms_per_req": _median(rs, "kafka_cpu_ms_per_req"),
+            "non_2xx": sum(r["non_2xx"] for r in rs),
+            "socket_errors": sum(sum(r["socket_errors"].values()) for r in rs),
+            "events_produced": produced,
+            "events_expected": expected,
+            "kafka_check": kafka_check(produced, expected, tracked, connections * len(rs)),
+            "runs": rs,
+        }
+    ratios = {}
+    for name, (top, bottom, goal) in GOALS.items():
+        t, b = variants[top], variants[bottom]
+        value = t["median_rps"] / b["median_rps"]
+        pairs = zip(t["runs"], b["runs"], strict=True)
+        cpu_t, cpu_b = t["median_server_cpu_ms_per_req"], b["median_server_cpu_ms_per_req"]
+        ratios[name] = {
+            "of": f"{top} / {bottom}",
+            "value": round(value, 4),
+            "goal": goal,
+            "pass": value >= goal,
+            "per_round": [round(x["rps"] / y["rps"], 4) for x, y in pairs],
+            # What the ratio would be if the server had the machine to itself: the inverse
+            # ratio of server CPU per request (informational; B's includes its tracker thread).
+            "server_cpu_ratio": round(cpu_b / cpu_t, 4) if cpu_t and cpu_b else None,
+        }
+    shares = [r["others_cpu_share"] for rs in runs.values() for r in rs]
+    noise = statistics.median(shares) if shares else 0.0
+    warnings = []
+    if noise > NOISY:
+        warnings.append(
+            f"other processes used {noise:.0%} of the machine's CPU during the runs (median): the req/s ratios "
+            "are unreliable; the CPU ratios are the steadier estimate"
+        )
+    warnings += [
+        f"{k}: events on Kafka {v['kafka_check']}" for k, v in variants.items() if not v["kafka_check"].startswith("ok")
+    ]
+    failures = [f"{k}: {v['non_2xx']} non-2xx answers" for k, v in variants.items() if v["non_2xx"]]
+    failures += [f"{k}: {v['socket_errors']} socket errors" for k, v in variants.items() if v["socket_errors"]]
+    return {"benchmark": "collector", "config": config, "variants": variants, "ratios": ratios,
+            "others_cpu_share": round(noise, 3), "warnings": warnings, "failures": failures,
+            "ok": not failures}  # fmt: skip
+
+
+def print_table(doc: Mapping, endpoints: Mapping[str, str]) -> None:
+    """The results table on stdout."""
+    print(f"\n{'variant':<10} {'endpoint':<18} {'req/s':>6}  {'per round':<18} {'p50 ms':>6} {'p99 ms':>6}"
+          f" {'non-2xx':>7} {'CPU ms/req':>10} {'Kafka CPU':>9}  events on Kafka / 2xx tracked")  # fmt: skip
+    for key, res in doc["variants"].items():
+        rounds = " ".join(f"{r['rps']:.0f}" for r in res["runs"])
+        kafka_cpu = res["median_kafka_cpu_ms_per_req"]
+        print(f"{key:<10} {endpoints[key]:<18} {res['median_rps']:6.0f}  {rounds:<18} {res['median_p50_ms']:6.1f}"
+              f" {res['median_p99_ms']:6.1f} {res['non_2xx']:7d} {res['median_server_cpu_ms_per_req']:10.3f}"
+              f" {'-' if kafka_cpu is None else f'{kafka_cpu:.3f}':>9}"
+              f"  {res['events_produced']} / {res['events_expected']}: {res['kafka_check']}")  # fmt: skip
+    print(f"\n{'goal':<11} {'ratio of median req/s':<22} {'value':>6} {'goal':>5}  result  {'per round':<22} CPU ratio")
+    for name, r in doc["ratios"].items():
+        rounds = " ".join(f"{v:.3f}" for v in r["per_round"])
+        cpu = "-" if r["server_cpu_ratio"] is None else f"{r['server_cpu_ratio']:.3f}"
+        verdict = "PASS" if r["pass"] else "FAIL"
+        print(f"{name:<11} {r['of']:<22} {r['value']:6.3f} {r['goal']:5.2f}  {verdict:<6}  {rounds:<22} {cpu}")
+    for warning in doc["warnings"]:
+        print(f"\nWARNING: {warning}")
+    print(f"\nbenchmark FAILED: {'; '.join(doc['failures'])}" if doc["failures"] else "\nbenchmark completed")
+
+
+def write_json(doc: Mapping, path: Path) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n")

@@ -1,0 +1,116 @@
+"""The collector's IP helpers: the same answers as ipaddress, faster, and nothing memoized."""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import sys
+
+import pytest
+
+from collector.enrich import geo
+from collector.enrich.addresses import _V4_NOT_GLOBAL, _V6_PRIVATE, canonical_ip, is_global, parse_ip
+from tests.unit.enrich.drafts import make_draft
+
+TRICKY = [
+    "1.2.3.4", "01.2.3.4", "1.2.3", "1.2.3.4 ", " 1.2.3.4", "256.1.1.1", "0.0.0.0", "1.2.3.4.5", "1..2.3",
+    "0x1.2.3.4", "1.2.3.04", "+1.2.3.4", "1.2.3.4\x00", "\u0661.2.3.4", "", ":", ":::", "::", "::1", "1::",
+    "::ffff:1.2.3.4", "::ffff:01.2.3.4", "::1.2.3.4", "fe80::1%eth0", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7::",
+    "1::2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "12345::", "ABCD::EF", "1:2:3:4:5:6:1.2.3.4", "::1.2.3.4:5",
+    "2A02:CF40:0:0:0:0:0:1", "\ud800",
+]  # fmt: skip
+
+
+def reference(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def samples(count: int) -> list[str]:
+    rng = random.Random(5)
+    out = list(TRICKY)
+    for _ in range(count):
+        out.append("".join(rng.choice("0123456789abcdefABCDEF:.% ") for _ in range(rng.randint(1, 20))))
+        out.append(str(ipaddress.IPv4Address(rng.getrandbits(32))))
+        v6 = ipaddress.IPv6Address(rng.getrandbits(128) >> rng.randint(0, 127))
+        out += [str(v6), v6.exploded.upper()]
+    return out
+
+
+def test_parse_ip_accepts_exactly_what_ipaddress_accepts() -> None:
+    for text in samples(20_000):
+        expected = reference(text)
+        got = parse_ip(text)
+        assert got == expected, repr(text)
+        assert type(got) is type(expected), repr(text)
+
+
+def test_canonical_ip_is_ipaddress_spelling() -> None:
+    for text in samples(5_000):
+        expected = reference(text.strip())
+        assert canonical_ip(text) == (None if expected is None else str(expected)), repr(text)
+    assert canonical_ip(None) is None
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the tables are CPython 3.11's definitions")
+def test_is_global_answers_like_the_stdlib() -> None:
+    rng = random.Random(9)
+    cases: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    for table, bits in ((_V4_NOT_GLOBAL, 32), (_V6_PRIVATE, 128)):
+        for network, mask in table:
+            last = network | (~mask & ((1 << bits) - 1))
+            for n in (network - 1, network, last, last + 1):
+                if 0 <= n < 1 << bits:
+                    cases.append(ipaddress.ip_address(n) if bits == 32 else ipaddress.IPv6Address(n))
+                    if bits == 32:
+                        cases.append(ipaddress.IPv6Address((0xFFFF << 32) | n))  # IPv4-mapped
+    for _ in range(20_000):
+        cases.append(ipaddress.IPv4Address(rng.getrandbits(32)))
+        cases.append(ipaddress.IPv6Address(rng.getrandbits(128) >> rng.randint(0, 127)))
+    for address in cases:
+        assert is_global(address) == address.is_global, address
+
+
+def test_geolocation_leaves_no_address_in_the_stdlib_memo() -> None:
+    """ipaddress memoizes is_global/is_private per address (lru_cache on 3.11): geolocation
+    must not feed it, or the process would keep the last clients' IPs (invariant 5)."""
+    memo = getattr(ipaddress.IPv4Address.is_global.fget, "cache_info", None)
+    if memo is None:
+        pytest.skip("this Python does not memoize is_global")
+    before = memo()
+    for i in range(20):
+        geo.country_of(f"81.2.69.{i + 1}")
+    assert memo() == before
+
+
+def test_fast_lookup_agrees_with_geoip2fast_lookup() -> None:
+    db = geo.load_database()
+    if geo._by_int is None:
+        pytest.skip("geoip2fast changed; the collector uses its public lookup")
+    rng = random.Random(11)
+    checked = 0
+    while checked < 3_000:
+        address = (
+            ipaddress.IPv4Address(rng.getrandbits(32))
+            if checked % 3
+            else ipaddress.IPv6Address((0x2 << 124) | rng.getrandbits(124))
+        )
+        if is_global(address):
+            assert geo._code(geo._by_int(int(address))) == geo._code(db.lookup(str(address)).country_code), address
+            checked += 1
+
+
+def test_draft_parses_its_ip_once_and_forgets_it() -> None:
+    draft = make_draft(ip="81.2.69.142")
+    first = draft.address()
+    assert first == ipaddress.IPv4Address("81.2.69.142")
+    assert draft.address() is first  # memoized for the same value
+    draft.ip = "2a02:cf40::1"
+    assert draft.address() == ipaddress.IPv6Address("2a02:cf40::1")  # a new value is parsed anew
+    draft.ip = "not an ip"
+    assert draft.address() is None
+    draft.forget_ip()
+    assert (draft.ip, draft.user_agent, draft.address()) == (None, "", None)
+    assert draft._address is None
