@@ -131,7 +131,7 @@ def _dedupe(table: pa.Table) -> pa.Table:
     ids = order.column("event_id")
     if len(ids) == 0:
         return order
-    keep = pc.not_equal(ids, pc.concat_arrays([pa.array([None], pa.string()), ids.combine_chunks()[:-1]]))
+    keep = pc.not_equal(ids, pa.concat_arrays([pa.array([None], pa.string()), ids.combine_chunks()[:-1]]))
     return order.filter(pc.fill_null(keep, True))
 
 

@@ -48,7 +48,11 @@ def _start_time(pid: int) -> str | None:
         return None
     # The command name (field 2) may contain spaces and parentheses; split after the last ')'.
     fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":  # a zombie has exited; only its exit status is left to reap
+    # A zombie has exited and only its exit status is left to reap -- unless it is a thread
+    # group's leader whose other threads still run: a SIGKILLed JVM's main thread is a zombie
+    # at once while its other threads exit (or, after a plain exit of the main thread, run
+    # on), holding its files and ports. Field 20 counts the threads.
+    if fields[0] == "Z" and int(fields[17]) <= 1:
         return None
     return fields[19]
 

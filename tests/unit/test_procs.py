@@ -107,3 +107,32 @@ def test_stack_environment_points_the_app_at_the_stack(tmp_path: Path) -> None:
     env = cfg.app_environment()
     assert env["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:29092"
     assert env["FOOTFALL_DATA_DIR"] == str(tmp_path / "data")
+
+
+def test_a_process_is_running_until_its_last_thread_exits(tmp_path: Path) -> None:
+    """A main thread that exited alone leaves a zombie leader while its other threads run (and
+    hold its ports), as a SIGKILLed JVM does for a moment: still running, and stop() ends it."""
+    import platform
+    import socket
+
+    sys_exit = {"x86_64": 60, "aarch64": 93}.get(platform.machine())
+    if sys_exit is None:
+        pytest.skip(f"no exit syscall number for {platform.machine()}")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = (
+        "import ctypes, socket, threading, time\n"
+        f"sock = socket.socket(); sock.bind(('127.0.0.1', {port})); sock.listen()\n"
+        "threading.Thread(target=time.sleep, args=(600,)).start()\n"
+        f"ctypes.CDLL(None).syscall({sys_exit}, 0)  # exit the main thread only\n"
+    )
+    spec = _spec(tmp_path, code)
+    pid = start(spec)
+    wait_until(lambda: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", 10, "leader exit")
+    assert running_pid(spec) == pid
+    with pytest.raises(StackError, match="already in use"):
+        ensure_port_free(port, "sleeper", "PORT")
+    assert stop(spec, timeout=1) is True
+    ensure_port_free(port, "sleeper", "PORT")
+    assert running_pid(spec) is None

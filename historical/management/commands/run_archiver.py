@@ -7,6 +7,8 @@ import signal
 import time
 from types import FrameType
 
+from arroyo.errors import ConsumerError
+from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandParser
 
 from collector.runtime import footfall_config
@@ -50,7 +52,9 @@ class Command(BaseCommand):
             try:
                 processor.run()
                 backoff = 1.0
-            except OSError as exc:  # a full or unreachable archive: retry, the log keeps the data
+            # A full or unreachable archive, or Kafka failing under the consumer (e.g. a broker that
+            # goes away while partitions are assigned): retry, the log keeps the data.
+            except (OSError, KafkaException, ConsumerError) as exc:
                 log.error("archiver failed (%s); restarting in %.0fs", exc, backoff)
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 60.0)

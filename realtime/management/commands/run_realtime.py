@@ -13,6 +13,8 @@ import time
 from types import FrameType
 
 import redis
+from arroyo.errors import ConsumerError
+from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandParser
 
 from collector.runtime import footfall_config
@@ -61,7 +63,7 @@ class Command(BaseCommand):
             try:
                 processor.run()
                 backoff = 1.0
-            except (redis.RedisError, OSError) as exc:
+            except (redis.RedisError, OSError, KafkaException, ConsumerError) as exc:
                 log.error("realtime worker failed (%s); restarting in %.0fs", exc, backoff)
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)

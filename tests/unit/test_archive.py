@@ -1,0 +1,34 @@
+"""The archive's compaction: many small files of a partition become one, each event id once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from footfall.demo import DemoTraffic
+from historical.archive import Archive, ArchiveRow, read_event_ids
+from spark_jobs.schema import partition_path, to_row
+
+
+def test_compaction_merges_files_and_keeps_the_first_received_copy(tmp_path: Path) -> None:
+    archive = Archive(tmp_path.as_uri())
+    gen = DemoTraffic(site_id="s1", seed=4)
+    ts = 1_780_000_000_000
+    events = [gen.event(ts + i * 1000, received_at_ms=ts + i * 1000) for i in range(30)]
+    rows = [ArchiveRow(partition_path("s1", e.ts), to_row(e, b"{}", 0, i)) for i, e in enumerate(events)]
+    for chunk in range(0, 30, 3):
+        archive.write(rows[chunk : chunk + 3])
+    late = [
+        ArchiveRow(r.partition, {**r.row, "received_at": r.row["received_at"] + 5, "kafka_offset": 99})
+        for r in rows[:5]
+    ]
+    archive.write(late)  # the same events archived again (an uncommitted batch after a crash)
+    (partition,) = archive.partitions()
+
+    assert archive.compact(partition, min_files=8) == 11
+    assert len(list(partition.glob("part-*.parquet"))) == 1
+    assert sorted(read_event_ids(archive)) == sorted(e.event_id for e in events)
+    table = pq.read_table(next(partition.glob("part-*.parquet")))
+    assert 99 not in table.column("kafka_offset").to_pylist()  # the earliest received copy is kept
+    assert archive.compact(partition, min_files=8) == 0  # one file: nothing to do
