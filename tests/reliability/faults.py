@@ -1,0 +1,88 @@
+"""Shared helpers of the reliability scenarios: the stack's own fault commands, fresh topics,
+private archives, polling with a bound, latency figures."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from footfall.config import Config
+from footfall.events import InvalidEvent, decode
+from tests.reliability.conftest import REPO
+
+
+def stack(*args: str, timeout: float = 300) -> None:
+    """``python -m deploy.local.stack ARGS`` on the stack the environment points at."""
+    subprocess.run(
+        [sys.executable, "-m", "deploy.local.stack", *args],
+        check=True, cwd=REPO, env=os.environ, timeout=timeout, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str, every: float = 0.5) -> float:
+    """Poll ``check`` until true; return the seconds it took, or fail saying ``what`` did not happen."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"{what}: not within {timeout:.0f}s")
+        time.sleep(every)
+    return time.monotonic() - started
+
+
+@contextlib.contextmanager
+def fresh_topic(cfg: Config, partitions: int = 6, prefix: str = "rel") -> Iterator[str]:
+    """A new topic (like ``events``: 6 partitions), deleted afterwards."""
+    admin = AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(timeout=30)
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(Exception):  # the broker may be the thing a failed scenario broke
+            AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers}).delete_topics([name])[name].result(30)
+
+
+def private(cfg: Config, tmp_path: Path, topic: str) -> Config:
+    """``cfg`` with its own events topic and archive directory."""
+    return dataclasses.replace(cfg, events_topic=topic, archive_url=(tmp_path / "archive").as_uri())
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    """p50, p99 and max of ``samples`` (seconds), in milliseconds."""
+    ordered = sorted(samples)
+    if not ordered:
+        return {"p50": 0.0, "p99": 0.0, "max": 0.0}
+    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"p50": round(at(0.50) * 1000, 1), "p99": round(at(0.99) * 1000, 1), "max": round(ordered[-1] * 1000, 1)}
+
+
+def topic_event_ids(cfg: Config, topic: str) -> Counter[str]:
+    """How often each event id is on ``topic`` (every message up to the current end offsets)."""
+    consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": f"audit-{uuid.uuid4().hex}"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        ids: Counter[str] = Counter()
+        remaining = sum(ends.values())
+        deadline = time.monotonic() + 120
+        while remaining > 0 and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, timeout=1.0):
+                if msg.error() is None and msg.offset() < ends[msg.partition()]:
+                    remaining -= 1
+                    with contextlib.suppress(InvalidEvent):
+                        ids[decode(msg.value()).event_id] += 1
+        return ids
+    finally:
+        consumer.close()
