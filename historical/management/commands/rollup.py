@@ -9,13 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+from confluent_kafka import Consumer, TopicPartition
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from collector.runtime import footfall_config
 from historical.archiver import GROUP as ARCHIVER_GROUP
 from historical.rollups import RollupFailed, run_rollup, site_zones
-from realtime.health import consumer_lag
 
 
 def _date(value: str) -> dt.date:
@@ -76,14 +76,26 @@ class Command(BaseCommand):
             )
 
     def _wait_archived(self, seconds: float) -> None:
-        """Until the archiver's group has no lag on the events topic (so a rollup right after
-        events were sent sees them all), or fail after ``seconds``."""
+        """Until the archiver's group has committed past every event on the events topic when
+        the wait began (so a rollup right after a backfill sees it all, while live traffic
+        keeps flowing), or fail after ``seconds``."""
         cfg = footfall_config()
-        deadline = time.monotonic() + seconds
-        while True:
-            lag = sum(consumer_lag(cfg, ARCHIVER_GROUP, cfg.events_topic).values())
-            if lag == 0:
-                return
-            if time.monotonic() > deadline:
-                raise CommandError(f"the archiver is still {lag} events behind after {seconds:.0f}s; is it running?")
-            time.sleep(1)
+        consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": ARCHIVER_GROUP})
+        try:
+            topic = cfg.events_topic
+            partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            tps = [TopicPartition(topic, p) for p in partitions]
+            target = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
+            deadline = time.monotonic() + seconds
+            while True:
+                done = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
+                behind = sum(max(0, end - max(done[p], 0)) for p, end in target.items())
+                if behind == 0:
+                    return
+                if time.monotonic() > deadline:
+                    raise CommandError(
+                        f"the archiver is still {behind} events behind after {seconds:.0f}s; is it running?"
+                    )
+                time.sleep(1)
+        finally:
+            consumer.close()
