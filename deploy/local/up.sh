@@ -22,13 +22,20 @@ export FOOTFALL_DEMO_KEY
 "$py" -m deploy.local.stack start-apps
 # Once per state dir: six past days of demo traffic, archived and rolled up, so the API and
 # the dashboard have settled history next to the live minutes. Later days settle nightly.
-history_marker="$FOOTFALL_DATA_DIR/demo-history-seeded"
-if [ ! -e "$history_marker" ]; then
-  echo "seeding six days of demo history and rolling them up with Spark (once; a minute or two)"
+# Two markers, so a failed rollup is retried by the next run without sending the history twice.
+sent_marker="$FOOTFALL_DATA_DIR/demo-history-sent"
+rolled_marker="$FOOTFALL_DATA_DIR/demo-history-rolled-up"
+if [ ! -e "$sent_marker" ]; then
+  echo "seeding six days of demo history (once)"
   "$py" manage.py demo_traffic --backfill-days 6 --backfill-only
-  "$py" manage.py rollup --wait-archived 180 --site demo \
-    --from "$(date -u -d '6 days ago' +%F)" --to "$(date -u -d 'yesterday' +%F)"
-  touch "$history_marker"
+  date -u +%F > "$sent_marker"
+fi
+if [ ! -e "$rolled_marker" ]; then
+  echo "rolling the demo history up with Spark (once; a minute or two)"
+  seeded_on=$(cat "$sent_marker")
+  "$py" manage.py rollup --wait-archived 300 --site demo \
+    --from "$(date -u -d "$seeded_on - 6 days" +%F)" --to "$(date -u -d "$seeded_on - 1 day" +%F)"
+  touch "$rolled_marker"
 fi
 
 cat <<MSG
