@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "realtime",
     "historical",
     "api",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -56,6 +57,10 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "footfall.urls"
+# The dashboard lives behind Django's login (dashboard/views.py forwards to the Dash app).
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "/dashboard/"
+LOGOUT_REDIRECT_URL = "dashboard:login"
 WSGI_APPLICATION = "footfall.wsgi.application"
 ASGI_APPLICATION = "footfall.asgi.application"
 

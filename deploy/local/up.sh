@@ -19,6 +19,10 @@ if [ ! -s "$key_file" ]; then
 fi
 FOOTFALL_DEMO_KEY=$(cat "$key_file")
 export FOOTFALL_DEMO_KEY
+# The dashboard's demo login: user "demo", granted the demo site; its generated password is
+# kept (readable by this user only) in the state dir and printed below.
+login_file="$FOOTFALL_DATA_DIR/demo-login"
+"$py" manage.py dashboard_user demo --site demo --password-file "$login_file" >/dev/null
 "$py" -m deploy.local.stack start-apps
 # Once per state dir: six past days of demo traffic, archived and rolled up, so the API and
 # the dashboard have settled history next to the live minutes. Later days settle nightly.
@@ -41,6 +45,7 @@ fi
 cat <<MSG
 
 Footfall is running (state in ${FOOTFALL_STATE_DIR:-$HOME/.local/state/footfall}).
+  Dashboard      http://127.0.0.1:${FOOTFALL_WEB_PORT}/dashboard/  (user demo, password $(cat "$login_file"))
   API health     http://127.0.0.1:${FOOTFALL_WEB_PORT}/api/v1/health
   Query API      http://127.0.0.1:${FOOTFALL_WEB_PORT}/api/v1/docs  (OpenAPI: /api/v1/schema), e.g.
                  curl -H "Authorization: Bearer \$(cat $key_file)" http://127.0.0.1:${FOOTFALL_WEB_PORT}/api/v1/sites/demo/realtime

@@ -1,0 +1,93 @@
+"""Which sites a dashboard request may read, decided once per request by the Django view.
+
+The decision is an :class:`Access` value put into the WSGI environ of the forwarded
+request; every Dash callback reads it back with :func:`current` and asks
+:meth:`Access.site` for the site it was sent — a site id from the browser is never
+trusted, only looked up among the allowed ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.http import HttpRequest
+
+from api.query.service import SiteInfo
+from collector.models import Site
+from dashboard.models import ShareLink, SiteAccess
+
+ENVIRON_KEY = "footfall.dashboard.access"
+SESSION_SHARES = "footfall_share_links"  # ids of share links opened in this session
+
+
+@dataclass(frozen=True, slots=True)
+class SiteChoice:
+    site_id: str
+    name: str
+    tz: str
+
+    @property
+    def info(self) -> SiteInfo:
+        return SiteInfo(self.site_id, self.tz)
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What one request may see: sites (in display order), and whether it is a signed-in user."""
+
+    sites: tuple[SiteChoice, ...] = ()
+    username: str | None = None  # None: an anonymous visitor holding share links
+    staff: bool = False
+    shared_revoked: bool = field(default=False)  # a share link of this session was revoked
+
+    @property
+    def signed_in(self) -> bool:
+        return self.username is not None
+
+    @property
+    def can_see_health(self) -> bool:
+        """Pipeline health is for signed-in users; share links show traffic only."""
+        return self.signed_in
+
+    def site(self, site_id: object) -> SiteChoice | None:
+        """The allowed site ``site_id``, or None (not allowed, unknown or not a string)."""
+        return next((s for s in self.sites if s.site_id == site_id), None)
+
+
+def _choices(sites: Iterable[Site]) -> tuple[SiteChoice, ...]:
+    unique = {s.site_id: SiteChoice(s.site_id, s.name or s.site_id, s.timezone) for s in sites}
+    return tuple(sorted(unique.values(), key=lambda c: c.site_id))
+
+
+def access_for(request: HttpRequest) -> Access:
+    """The sites ``request``'s user may read, plus those of the share links of its session."""
+    user = request.user
+    sites: list[Site] = []
+    if user.is_authenticated:
+        if user.is_staff or user.is_superuser:
+            sites.extend(Site.objects.all())
+        else:
+            sites.extend(a.site for a in SiteAccess.objects.filter(user=user).select_related("site"))
+    share_ids = request.session.get(SESSION_SHARES, [])
+    live = list(ShareLink.objects.filter(id__in=share_ids, revoked_at__isnull=True).select_related("site"))
+    sites.extend(link.site for link in live)
+    return Access(
+        sites=_choices(sites),
+        username=user.get_username() if user.is_authenticated else None,
+        staff=bool(user.is_authenticated and (user.is_staff or user.is_superuser)),
+        shared_revoked=len(live) < len(share_ids),
+    )
+
+
+def has_any_grant(request: HttpRequest) -> bool:
+    """May this request load the dashboard's code at all (signed in, or holds a share link)?"""
+    return bool(request.user.is_authenticated or request.session.get(SESSION_SHARES))
+
+
+def current() -> Access:
+    """The :class:`Access` of the Dash request being served (empty outside the forwarding view)."""
+    import flask  # the Dash side only: Django imports this module without needing Flask
+
+    access = flask.request.environ.get(ENVIRON_KEY)
+    return access if isinstance(access, Access) else Access()

@@ -1,0 +1,252 @@
+"""Callbacks of the history view: range and comparison, totals, time series, breakdowns,
+click-to-filter drill-down and CSV export. All through the query service, in the site's zone."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from zoneinfo import ZoneInfo
+
+from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
+
+from api.query.params import DIMENSIONS, FILTER_DIMENSIONS, MAX_LIMIT, Filter
+from api.query.runtime import get_service
+from api.renderers import CsvRenderer
+from collector.runtime import footfall_config
+from dashboard import figures, messages, tables
+from dashboard.access import SiteChoice, current
+from dashboard.ranges import DayRange, RangeError, resolve, today_in
+
+log = logging.getLogger(__name__)
+METRICS = list(figures.METRIC_LABELS)
+CSV_MAX_ROWS = 20 * MAX_LIMIT
+
+
+def _site(site_id: object) -> SiteChoice | None:
+    return current().site(site_id)
+
+
+def _day_range(store: dict | None) -> tuple[SiteChoice, DayRange, bool] | None:
+    if not store:
+        return None
+    site = _site(store.get("site"))
+    if site is None:
+        return None
+    rng = DayRange(dt.date.fromisoformat(store["first"]), dt.date.fromisoformat(store["last"]))
+    return site, rng, bool(store.get("compare"))
+
+
+def _filter(store: dict | None) -> Filter | None:
+    if not store or store.get("dimension") not in FILTER_DIMENSIONS:
+        return None
+    return Filter(DIMENSIONS[store["dimension"]], str(store["value"]))
+
+
+def cards(aggregate: dict, compare: bool) -> list[object]:
+    """Card values and change lines, in the order of ``METRICS`` (pure)."""
+    values, changes = [], []
+    for metric in METRICS:
+        entry = aggregate["results"][metric]
+        values.append(figures.fmt_metric(metric, entry["value"]))
+        if compare:
+            before = figures.fmt_metric(metric, entry.get("previous"))
+            if entry.get("change") is None:
+                changes.append(f"previous period: {before}")
+            else:
+                text, tone = figures.fmt_change(entry["change"], metric)
+                changes.append(html.Span([html.Span(text, className=f"change {tone}"), f" vs {before}"]))
+        else:
+            changes.append("")
+    return values + changes
+
+
+def register(app: Dash) -> None:
+    @app.callback(
+        Output("hist-dates", "start_date"),
+        Output("hist-dates", "end_date"),
+        Output("hist-dates", "disabled"),
+        Input("hist-preset", "value"),
+        Input("site", "value"),
+        State("hist-dates", "start_date"),
+        State("hist-dates", "end_date"),
+    )
+    def show_preset(preset: str, site_id: str | None, start: str | None, end: str | None) -> tuple:
+        """A preset writes its days into the picker (read-only); Custom unlocks it."""
+        site = _site(site_id)
+        if site is None:
+            return no_update, no_update, True
+        if preset == "custom":
+            today = today_in(ZoneInfo(site.tz), get_service().now())
+            return start or today.isoformat(), end or today.isoformat(), False
+        rng = resolve(preset, None, None, today_in(ZoneInfo(site.tz), get_service().now()))
+        return rng.first.isoformat(), rng.last.isoformat(), True
+
+    @app.callback(
+        Output("hist-range", "data"),
+        Output("hist-range-label", "children"),
+        *[Output(f"hist-value-{m}", "children") for m in METRICS],
+        *[Output(f"hist-change-{m}", "children") for m in METRICS],
+        Output("hist-error", "children"),
+        Output("hist-error", "hidden"),
+        Input("site", "value"),
+        Input("hist-preset", "value"),
+        Input("hist-dates", "start_date"),
+        Input("hist-dates", "end_date"),
+        Input("hist-compare", "value"),
+        State("hist-range", "data"),
+    )
+    def totals(
+        site_id: str | None, preset: str, start: str | None, end: str | None, compare: list | None, shown: dict | None
+    ) -> tuple:
+        blank = (no_update,) * (2 + 2 * len(METRICS))
+        site = _site(site_id)
+        if site is None:
+            return (*blank, "Choose a site you have access to.", False)
+        tz = ZoneInfo(site.tz)
+        service = get_service()
+        try:
+            rng = resolve(preset, start, end, today_in(tz, service.now()))
+        except RangeError as exc:
+            return (*blank, str(exc), False)
+        on = bool(compare)
+        try:
+            aggregate = service.aggregate(site.info, rng.query_range(tz), on)
+        except Exception as exc:
+            log.exception("history totals of %s failed", site.site_id)
+            return (*blank, messages.problem(exc, footfall_config()), False)
+        label = f"{rng.label()} · {tz.key}"
+        if on:
+            prev = rng.previous()
+            label += f" · compared with {prev.label()}"
+        store = {"site": site.site_id, "first": rng.first.isoformat(), "last": rng.last.isoformat(), "compare": on,
+                 "notes": aggregate["sources"]["notes"]}  # fmt: skip
+        # The picker echoing a preset's days must not reload the chart and table (nor reset a click on them).
+        same = shown is not None and {**shown, "notes": None} == {**store, "notes": None}
+        return (no_update if same else store, label, *cards(aggregate, on), "", True)
+
+    @app.callback(
+        Output("hist-series", "figure"),
+        Output("hist-notes", "children"),
+        Input("hist-range", "data"),
+        Input("hist-metric", "value"),
+        Input("hist-filter", "data"),
+    )
+    def series(store: dict | None, metric: str, filter_store: dict | None) -> tuple:
+        resolved = _day_range(store)
+        if resolved is None or metric not in METRICS:
+            return no_update, no_update
+        site, rng, compare = resolved
+        tz = ZoneInfo(site.tz)
+        service = get_service()
+        flt = _filter(filter_store)
+        try:
+            body = service.timeseries(site.info, metric, rng.interval, rng.query_range(tz), flt)
+            previous = None
+            if compare:
+                prev = rng.previous()
+                previous = service.timeseries(site.info, metric, rng.interval, prev.query_range(tz), flt)["points"]
+        except Exception as exc:
+            log.exception("history series of %s failed", site.site_id)
+            return figures.empty_figure(messages.problem(exc, footfall_config())), no_update
+        now = service.now()
+        points = [p for p in body["points"] if dt.datetime.fromisoformat(p["t"]) <= now]  # no future buckets
+        fig = figures.metric_series(points, metric, tz, rng.interval, previous)
+        notes = list(dict.fromkeys([*store.get("notes", []), *body["sources"]["notes"]]))
+        watermark = body["sources"].get("watermark")
+        notes.append(f"settled by the nightly rollup up to {watermark}" if watermark else "no day rolled up yet")
+        if flt is not None:
+            notes.insert(0, "the cards above count the whole site; the chart is filtered")
+        return fig, [html.Li(n) for n in notes]
+
+    @app.callback(
+        Output("hist-table", "data"),
+        Output("hist-table", "columns"),
+        Output("hist-table", "active_cell"),
+        Output("hist-table", "selected_cells"),
+        Output("hist-table", "page_current"),
+        Output("hist-table-note", "children"),
+        Output("hist-table-note", "hidden"),
+        Output("hist-table-caption", "children"),
+        Input("hist-range", "data"),
+        Input("hist-dim", "value"),
+        Input("hist-filter", "data"),
+    )
+    def breakdown(store: dict | None, dimension: str, filter_store: dict | None) -> tuple:
+        resolved = _day_range(store)
+        if resolved is None or dimension not in DIMENSIONS:
+            return (no_update,) * 8
+        site, rng, _ = resolved
+        plan = tables.plan_breakdown(dimension, filter_store)
+        try:
+            body = get_service().breakdown(
+                site.info, plan.store_dimension, rng.query_range(ZoneInfo(site.tz)), tables.TABLE_LIMIT, 1,
+                tables.breakdown_metrics(dimension), ref=plan.ref, path=plan.path,
+            )  # fmt: skip
+        except Exception as exc:
+            log.exception("breakdown %s of %s failed", dimension, site.site_id)
+            return [], no_update, None, [], 0, messages.problem(exc, footfall_config()), False, ""
+        rows = [{**row, "id": row["value"]} for row in body["results"]]
+        note = plan.note or ""
+        if not rows:
+            note = (note + " " if note else "") + messages.NO_HISTORY
+        shown = len(rows)
+        caption = f"{shown} of {body['total']} values" + (" (the CSV has them all)" if body["total"] > shown else "")
+        if dimension in FILTER_DIMENSIONS:
+            caption += " · click a row to filter by it"
+        return rows, tables.breakdown_columns(dimension), None, [], 0, note, not note, caption
+
+    @app.callback(
+        Output("hist-filter", "data"),
+        Output("hist-dim", "value"),
+        Input("hist-table", "active_cell"),
+        Input("hist-filter-clear", "n_clicks"),
+        State("hist-dim", "value"),
+        prevent_initial_call=True,
+    )
+    def drill(cell: dict | None, _clear: int | None, dimension: str) -> tuple:
+        if ctx.triggered_id == "hist-filter-clear":
+            return None, no_update
+        if not cell:
+            return no_update, no_update
+        flt, tab = tables.drill(dimension, cell.get("row_id"))  # rows carry their value as id
+        if flt is None:
+            return no_update, no_update
+        return flt, tab
+
+    @app.callback(
+        Output("hist-filter-bar", "hidden"),
+        Output("hist-filter-label", "children"),
+        Input("hist-filter", "data"),
+    )
+    def filter_bar(flt: dict | None) -> tuple:
+        if not flt:
+            return True, ""
+        return False, f"Filtered: {tables.filter_label(flt)}"
+
+    @app.callback(
+        Output("hist-csv", "data"),
+        Input("hist-csv-button", "n_clicks"),
+        State("hist-range", "data"),
+        State("hist-dim", "value"),
+        State("hist-filter", "data"),
+        prevent_initial_call=True,
+    )
+    def export(_clicks: int, store: dict | None, dimension: str, filter_store: dict | None) -> object:
+        resolved = _day_range(store)
+        if resolved is None or dimension not in DIMENSIONS:
+            return no_update
+        site, rng, _ = resolved
+        plan = tables.plan_breakdown(dimension, filter_store)
+        rows: list[dict] = []
+        page = 1
+        while len(rows) < CSV_MAX_ROWS:
+            body = get_service().breakdown(
+                site.info, plan.store_dimension, rng.query_range(ZoneInfo(site.tz)), MAX_LIMIT, page,
+                tables.breakdown_metrics(dimension), ref=plan.ref, path=plan.path,
+            )  # fmt: skip
+            rows.extend(body["results"])
+            if page * MAX_LIMIT >= body["total"]:
+                break
+            page += 1
+        text = CsvRenderer().render({"results": rows}).decode()
+        return dcc.send_string(text, figures.csv_name(site.site_id, dimension, rng.first, rng.last), type="text/csv")

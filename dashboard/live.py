@@ -1,0 +1,89 @@
+"""Callbacks of the live view: one query of the service every few seconds fills the page.
+
+Refreshes replace data in place (figures keep their ``uirevision``, tables their columns),
+and a failed refresh keeps the last numbers on screen under an alert, so nothing flickers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from zoneinfo import ZoneInfo
+
+from dash import Dash, Input, Output, no_update
+
+from api.query.runtime import get_service
+from collector.runtime import footfall_config
+from dashboard import figures, messages, tables
+from dashboard.access import current
+from dashboard.layout import LIVE_REFRESH_MS
+
+log = logging.getLogger(__name__)
+LIMIT = 10
+
+OUTPUTS = [
+    Output("live-concurrent", "children"),
+    Output("live-pageviews", "children"),
+    Output("live-pageviews-sub", "children"),
+    Output("live-visitors", "children"),
+    Output("live-visitors-sub", "children"),
+    Output("live-ppm", "figure"),
+    Output("live-top-pages", "data"),
+    Output("live-top-refs", "data"),
+    Output("live-rising", "data"),
+    Output("live-rising-empty", "hidden"),
+    Output("live-flows", "figure"),
+    Output("live-empty", "children"),
+    Output("live-empty", "hidden"),
+    Output("live-status", "children"),
+    Output("live-error", "children"),
+    Output("live-error", "hidden"),
+]
+
+
+def render(live: dict, tz: ZoneInfo, site_id: str, now: dt.datetime) -> tuple:
+    """The live page's outputs from the service's ``realtime`` answer (pure)."""
+    minutes = live["minutes"]
+    empty = not live["pageviews"]
+    rising = tables.rising_rows(live)
+    return (
+        figures.fmt_number(live["concurrent_visitors"]),
+        figures.fmt_number(live["pageviews"]),
+        f"in the last {minutes} min",
+        figures.fmt_number(live["visitors"]),
+        f"in the last {minutes} min (estimate ±1 %)",
+        figures.pageviews_per_minute(live["pageviews_per_minute"], tz),
+        tables.top_rows(live["top_pages"]),
+        tables.top_rows(live["top_referrers"]),
+        rising,
+        bool(rising),
+        figures.flow_sankey(live["flows"]),
+        messages.NO_LIVE_TRAFFIC.format(site=site_id) if empty else "",
+        not empty,
+        f"Updated {now.astimezone(tz):%H:%M:%S} ({tz.key}) · refreshes every {LIVE_REFRESH_MS // 1000} s",
+        "",
+        True,
+    )
+
+
+def blank(problem: str) -> tuple:
+    """The live page's outputs with every number and list cleared, and ``problem`` shown."""
+    none = figures.empty_figure("No data")
+    return ("—", "—", "", "—", "", none, [], [], [], True, none, "", True, "", problem, False)
+
+
+def register(app: Dash) -> None:
+    @app.callback(*OUTPUTS, Input("live-tick", "n_intervals"), Input("site", "value"), Input("live-minutes", "value"))
+    def refresh(_tick: int | None, site_id: str | None, minutes: int | None) -> tuple:
+        access = current()
+        site = access.site(site_id)
+        if site is None:  # never allowed, or access ended (a revoked share link): show nothing more
+            revoked = access.shared_revoked and not access.signed_in
+            return blank(messages.SHARE_REVOKED if revoked else "Choose a site you have access to.")
+        service = get_service()
+        try:
+            live = service.realtime(site.info, 60 if minutes == 60 else 30, LIMIT)
+        except Exception as exc:
+            log.exception("live view of %s failed", site.site_id)
+            return (no_update,) * (len(OUTPUTS) - 2) + (messages.problem(exc, footfall_config()), False)
+        return render(live, ZoneInfo(site.tz), site.site_id, service.now())

@@ -1,0 +1,207 @@
+"""Pure helpers for the dashboard's tables: columns, rows, drill-down plans, health rows.
+
+Table cells are rendered by Dash's DataTable as text (no markdown, no links), so values
+from traffic are shown exactly as they are and can never become markup.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from dash.dash_table.Format import Format, Scheme
+
+from api.query.params import DIMENSIONS, FILTER_DIMENSIONS
+
+DIMENSION_TITLES = {
+    "pages": "Pages",
+    "entry_pages": "Entry pages",
+    "referrers": "Referrers",
+    "referrer_urls": "Referrer URLs",
+    "ref_types": "Referrer types",
+    "utm_sources": "UTM sources",
+    "utm_mediums": "UTM mediums",
+    "utm_campaigns": "UTM campaigns",
+    "browsers": "Browsers",
+    "os": "Operating systems",
+    "devices": "Devices",
+    "countries": "Countries",
+}
+VALUE_TITLES = {
+    "pages": "Page",
+    "entry_pages": "Entry page",
+    "referrers": "Referrer",
+    "referrer_urls": "Referrer URL",
+    "ref_types": "Type",
+    "utm_sources": "Source",
+    "utm_mediums": "Medium",
+    "utm_campaigns": "Campaign",
+    "browsers": "Browser",
+    "os": "OS",
+    "devices": "Device",
+    "countries": "Country",
+}
+assert set(DIMENSION_TITLES) == set(DIMENSIONS), "every API dimension has a tab"
+# Clicking a row filters by it and, for the two halves of the referrer→page flows, shows the other half.
+PARTNER = {"pages": "referrers", "referrers": "pages"}
+TABLE_LIMIT = 100  # rows per breakdown table (the CSV export has them all, up to 1,000 per request)
+INT = Format(group=",")
+
+
+def breakdown_metrics(dimension: str) -> tuple[str, ...]:
+    """Sessions, bounce rate and duration exist per entry page only (see the query service)."""
+    if dimension == "entry_pages":
+        return ("pageviews", "visitors", "sessions", "bounce_rate", "visit_duration")
+    return ("pageviews", "visitors")
+
+
+def breakdown_columns(dimension: str) -> list[dict[str, object]]:
+    columns: list[dict[str, object]] = [{"name": VALUE_TITLES.get(dimension, "Value"), "id": "value"}]
+    titles = {"pageviews": "Page views", "visitors": "Visitors", "sessions": "Sessions"}
+    for metric in breakdown_metrics(dimension):
+        if metric in titles:
+            columns.append({"name": titles[metric], "id": metric, "type": "numeric", "format": INT})
+        elif metric == "bounce_rate":
+            columns.append(
+                {
+                    "name": "Bounce rate",
+                    "id": metric,
+                    "type": "numeric",
+                    "format": Format(precision=1, scheme=Scheme.percentage),
+                }
+            )
+        else:
+            columns.append(
+                {
+                    "name": "Duration (s)",
+                    "id": metric,
+                    "type": "numeric",
+                    "format": Format(precision=0, scheme=Scheme.fixed),
+                }
+            )
+    return columns
+
+
+@dataclass(frozen=True, slots=True)
+class BreakdownPlan:
+    """How to fill a breakdown table under the current filter."""
+
+    store_dimension: str  # the query service's name ("page", "refpage", ...)
+    ref: str | None = None
+    path: str | None = None
+    note: str | None = None  # said above the table when the filter cannot apply
+
+
+def plan_breakdown(dimension: str, filter_: Mapping[str, str] | None) -> BreakdownPlan:
+    """The breakdown query of table ``dimension`` with ``filter_`` (``{"dimension", "value"}``) set.
+
+    The rollups keep each dimension on its own except referrer → page pairs, so a filter
+    narrows the pages table (by referrer) and the referrers table (by page); any other
+    table under a filter shows the whole site and says so."""
+    store = DIMENSIONS[dimension]
+    if not filter_:
+        return BreakdownPlan(store)
+    fdim, value = filter_.get("dimension"), filter_.get("value")
+    if dimension == "pages" and fdim == "referrers":
+        return BreakdownPlan("refpage", ref=value)
+    if dimension == "referrers" and fdim == "pages":
+        return BreakdownPlan("refpage", path=value)
+    return BreakdownPlan(
+        store,
+        note=f"This table is not filtered: only pages and referrers can be combined. "
+        f"It shows the whole site; the chart above is filtered by {VALUE_TITLES.get(str(fdim), fdim)}.",
+    )
+
+
+def drill(dimension: str, value: object) -> tuple[dict[str, str] | None, str]:
+    """What clicking ``value`` in table ``dimension`` does: the filter to set and the tab to show."""
+    if dimension not in FILTER_DIMENSIONS or not isinstance(value, str) or not value:
+        return None, dimension
+    return {"dimension": dimension, "value": value}, PARTNER.get(dimension, dimension)
+
+
+def filter_label(filter_: Mapping[str, str]) -> str:
+    return f"{VALUE_TITLES.get(filter_['dimension'], filter_['dimension'])} is {filter_['value']}"
+
+
+# -- live view ----------------------------------------------------------------------------
+
+
+def top_rows(rows: Iterable[Mapping[str, object]]) -> list[dict[str, object]]:
+    return [{"value": r["value"], "pageviews": r["pageviews"], "visitors": r["visitors"]} for r in rows]
+
+
+def rising_rows(live: Mapping[str, object]) -> list[dict[str, object]]:
+    """Rising pages and referrers in one list, strongest surge first."""
+    rows = [
+        {"kind": kind, "value": r["value"], "recent": r["recent"], "usual": round(float(r["baseline_mean"]), 1),
+         "z": round(float(r["z"]), 1)}
+        for kind, key in (("Page", "rising_pages"), ("Referrer", "rising_referrers"))
+        for r in live.get(key, [])  # type: ignore[union-attr]
+    ]  # fmt: skip
+    return sorted(rows, key=lambda r: -r["z"])
+
+
+# -- health -------------------------------------------------------------------------------
+
+
+def ago(then_ms: int | None, now_ms: int) -> str:
+    """``then_ms`` as "12 s ago", "3 min ago", "2 h 5 min ago", "4 days ago" ("never" for None)."""
+    if then_ms is None:
+        return "never"
+    seconds = max(0, (now_ms - then_ms) // 1000)
+    if seconds < 60:
+        return f"{seconds} s ago"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min ago"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min ago"
+    return f"{hours // 24} days ago"
+
+
+def _when(value: object, tz: ZoneInfo) -> str:
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+    return "" if value is None else str(value)
+
+
+def rollup_rows(runs: Iterable[Mapping[str, object]], tz: ZoneInfo) -> list[dict[str, object]]:
+    """``batch_runs`` documents (newest day first) as table rows, times in the site's zone."""
+    return [
+        {
+            "day": r.get("day"),
+            "status": r.get("status", ""),
+            "computed_at": _when(r.get("computed_at"), tz),
+            "events_read": r.get("events_read"),
+            "pageviews": r.get("pageviews"),
+            "spark_master": r.get("spark_master", ""),
+        }
+        for r in runs
+    ]
+
+
+def drift_rows(docs: Iterable[Mapping[str, object]], tz: ZoneInfo) -> list[dict[str, object]]:
+    """``reconciliation`` documents as rows: realtime vs batch page views and visitors."""
+    return [
+        {
+            "day": d.get("day"),
+            "realtime_pageviews": d.get("realtime_pageviews"),
+            "batch_pageviews": d.get("batch_pageviews"),
+            "pageviews_drift_pct": d.get("pageviews_drift_pct"),
+            "visitors_drift_pct": d.get("visitors_drift_pct"),
+            "coverage_pct": None if d.get("coverage") is None else round(float(d["coverage"]) * 100, 1),
+            "checked_at": _when(d.get("checked_at"), tz),
+        }
+        for d in docs
+    ]
+
+
+def invalid_rows(stats: Mapping[str, int]) -> list[dict[str, object]]:
+    """Invalid events by reason (``invalid:<reason>`` of the realtime stats), most first."""
+    rows = [{"reason": k.split(":", 1)[1], "events": v} for k, v in stats.items() if k.startswith("invalid:")]
+    return sorted(rows, key=lambda r: (-int(r["events"]), str(r["reason"])))

@@ -1,0 +1,95 @@
+"""Django views of the dashboard: sign-in, share links, and the forwarder to the Dash app.
+
+``/dashboard/…`` is served by :func:`forward`, which runs inside Django's middleware
+(sessions, authentication, CSRF, security headers) and hands the request to the Dash
+(Flask) WSGI app of this process, with the request's :class:`~dashboard.access.Access` in
+the environ. So the dashboard is one more part of the Django project: ``runserver``,
+gunicorn and test servers serve it alike, and nobody reaches Dash around the login.
+"""
+
+from __future__ import annotations
+
+import io
+
+from django.contrib.auth.views import LoginView, LogoutView, redirect_to_login
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import get_token
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from werkzeug.test import run_wsgi_app
+
+from dashboard.access import ENVIRON_KEY, SESSION_SHARES, access_for, has_any_grant
+from dashboard.models import ShareLink
+
+# Headers that belong to one hop (PEP 3333 forbids them in WSGI apps) or that Django sets itself.
+_SKIP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade"}
+# Same-origin code only; inline styles are what React and Plotly set on elements. Dash's two
+# inline scripts (its config and the renderer's start) are allowed by their hashes.
+CSP = (
+    "default-src 'self'; script-src 'self' {hashes}; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+    "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+    "form-action 'self'"
+)
+
+
+class DashboardLoginView(LoginView):
+    template_name = "dashboard/login.html"
+    redirect_authenticated_user = True
+
+
+class DashboardLogoutView(LogoutView):
+    """POST signs out (Django's rule: a link must not be able to); GET asks for the POST."""
+
+    def get(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        return render(request, "dashboard/logout.html")
+
+
+@never_cache
+def share(request: HttpRequest, token: str) -> HttpResponse:
+    """Open a share link: remember it in this browser's session, then show its site."""
+    link = ShareLink.resolve(token)
+    if link is None:
+        return render(request, "dashboard/share_invalid.html", status=404)
+    opened = [i for i in request.session.get(SESSION_SHARES, []) if isinstance(i, int)]
+    if link.pk not in opened:
+        request.session[SESSION_SHARES] = [*opened, link.pk]
+    return redirect(f"/dashboard/?site={link.site_id}")
+
+
+def _is_page(request: HttpRequest, rest: str) -> bool:
+    """A page of the app (not one of Dash's own ``_dash-…`` routes or assets)."""
+    return request.method == "GET" and not rest.startswith(("_", "assets/"))
+
+
+def forward(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Serve ``/dashboard/<rest>`` from the Dash app, for signed-in users and share-link holders."""
+    if not has_any_grant(request):
+        if _is_page(request, rest):
+            return redirect_to_login(request.get_full_path())
+        return JsonResponse({"error": "sign in to use the dashboard"}, status=403)
+    from dashboard.app import get_app  # Dash is imported on first use, not when Django starts
+
+    app = get_app()
+    get_token(request)  # Dash's callbacks send Django's CSRF cookie back as X-CSRFToken
+    body = request.body
+    environ = {
+        **request.META,
+        "wsgi.input": io.BytesIO(body),
+        "CONTENT_LENGTH": str(len(body)),
+        ENVIRON_KEY: access_for(request),
+    }
+    app_iter, status, headers = run_wsgi_app(app.server.wsgi_app, environ, buffered=True)
+    try:
+        content = b"".join(app_iter)
+    finally:
+        if hasattr(app_iter, "close"):
+            app_iter.close()
+    response = HttpResponse(content, status=int(status.split(" ", 1)[0]))
+    for name, value in headers.items():
+        if name.lower() not in _SKIP_HEADERS:
+            response[name] = value
+    if response.get("Content-Type", "").startswith("text/html"):
+        response["Content-Security-Policy"] = CSP.format(hashes=" ".join(app.csp_hashes()))
+        response["Cache-Control"] = "no-store"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -1,0 +1,229 @@
+"""Dashboard tests: generated traffic in the real stores, the whole Django project (with the
+Dash app behind its login) on pytest-django's live server, Debian's Chromium via Playwright.
+
+Traffic is counted once per module (:func:`traffic`). Sites, users, keys and share links are
+rows of the test database, written per test before the browser starts: Playwright's sync
+API runs an event loop in the test thread, and Django refuses ORM calls from such a thread
+(:func:`orm` runs the few needed later in a worker thread).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from django.contrib.auth import get_user_model
+from django.db import connection
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+from pytest_django.live_server_helper import LiveServer
+
+from collector.models import ApiKey, Site
+from dashboard.models import ShareLink, SiteAccess
+from footfall.config import Config
+from footfall.events import Event
+from historical.store import connect
+from tests.integration.dashboard import traffic as gen
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+SCREENSHOTS = Path(__file__).resolve().parents[3] / "artifacts" / "screenshots"
+LAPTOP = {"width": 1366, "height": 860}
+PHONE = {"width": 390, "height": 844}
+TZ = "America/New_York"
+PASSWORD = "correct horse battery staple 42"
+T = TypeVar("T")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Dash 4 deprecates DataTable in favour of dash-ag-grid; dashboard/layout.py explains the choice."""
+    for item in items:
+        if "dashboard" in item.path.parts:
+            item.add_marker(pytest.mark.filterwarnings(r"ignore:\s*The dash_table.DataTable will be removed"))
+
+
+@dataclass(frozen=True)
+class Traffic:
+    site: str  # ordinary demo-like traffic over three days, one of them settled
+    xss_site: str  # page views carrying script payloads
+    tz: str
+    days: list[str]  # the site's local days, oldest first; days[0] is settled
+    events: list[Event]
+
+
+@pytest.fixture(scope="module")
+def traffic(cfg: Config) -> Iterator[Traffic]:
+    """Generated page views counted by the real realtime consumer; the oldest day settled."""
+    now = dt.datetime.now(dt.UTC)
+    run = uuid.uuid4().hex[:8]
+    site, xss_site = f"dash-{run}", f"xss-{run}"
+    events, days = gen.history_and_live(site, TZ, now)
+    admin = AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
+    topic = f"dash-{run}"
+    admin.create_topics([NewTopic(topic, num_partitions=6, replication_factor=1)])[topic].result(timeout=30)
+    client, db = connect(cfg.mongo_url, cfg.mongo_db)
+    try:
+        gen.count_realtime(cfg, topic, [*events, *gen.xss_events(xss_site, now)])
+        gen.settle_day(cfg, db, site, TZ, days[0], events)
+        yield Traffic(site, xss_site, TZ, days, events)
+    finally:
+        gen.forget(db, [site, xss_site])
+        client.close()
+        admin.delete_topics([topic])[topic].result(timeout=30)
+
+
+@dataclass
+class Accounts:
+    """Rows of one test: the sites, a user granted both, one granted none, API keys, a share link."""
+
+    base_url: str
+    site: Site
+    xss_site: Site
+    keys: dict[str, str]  # site id -> read key
+    share_token: str
+    share_link: ShareLink
+
+    def api(self, site_id: str, path: str, **params: object) -> dict:
+        """The REST API's JSON answer (the numbers the dashboard must show)."""
+        return json.loads(self.api_text(site_id, path, **params))
+
+    def api_text(self, site_id: str, path: str, **params: object) -> str:
+        query = urllib.parse.urlencode(params)
+        url = f"{self.base_url}/api/v1/sites/{site_id}/{path}?{query}"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.keys[site_id]}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.read().decode()
+
+
+@pytest.fixture
+def accounts(transactional_db: None, live_server: LiveServer, traffic: Traffic) -> Accounts:
+    """Written in a transactional test so the live server's thread sees the rows."""
+    site = Site.objects.create(site_id=traffic.site, name="Dashboard test", domains=["demo.footfall.local"],
+                               timezone=traffic.tz)  # fmt: skip
+    xss_site = Site.objects.create(site_id=traffic.xss_site, name="XSS test", domains=["evil.example"])
+    users = get_user_model().objects
+    alice = users.create_user("alice", password=PASSWORD)
+    users.create_user("bob", password=PASSWORD)  # signed in, but granted nothing
+    for s in (site, xss_site):
+        SiteAccess.objects.create(user=alice, site=s)
+    keys = {s.site_id: ApiKey.issue(s, "dashboard-test", ["read"])[1] for s in (site, xss_site)}
+    link, token = ShareLink.issue(site, "test")
+    return Accounts(live_server.url, site, xss_site, keys, token, link)
+
+
+def orm(fn: Callable[[], T]) -> T:
+    """Run ORM work from a test whose thread runs Playwright's event loop."""
+
+    def call() -> T:
+        try:
+            return fn()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call).result(timeout=30)
+
+
+@pytest.fixture
+def browser(accounts: Accounts) -> Iterator[Browser]:
+    """Debian's Chromium through Playwright, started after the ORM work of ``accounts``."""
+    if not CHROMIUM.is_file():
+        pytest.fail(f"{CHROMIUM} not found: install it with `python -m deploy.local.stack start chromium`",
+                    pytrace=False)  # fmt: skip
+    with sync_playwright() as pw:
+        try:
+            chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        except PlaywrightError as exc:
+            pytest.fail(f"could not launch {CHROMIUM} with Playwright: {exc}", pytrace=False)
+        yield chromium
+        chromium.close()
+
+
+WATCH = """(() => {
+    window.__dialogs = [];
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__cspViolations.push(e.violatedDirective));
+})();"""
+
+
+@dataclass
+class Tab:
+    context: BrowserContext
+    page: Page
+    errors: list[str]  # uncaught page errors and dialogs (alert/confirm/prompt)
+
+    def screenshot(self, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SCREENSHOTS / f"dashboard-{name}.png"), full_page=True)
+
+
+def open_tab(browser: Browser, viewport: dict[str, int] = LAPTOP, **options: object) -> Tab:
+    context = browser.new_context(viewport=viewport, accept_downloads=True, **options)
+    context.add_init_script(WATCH)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+    return Tab(context, page, errors)
+
+
+def sign_in(tab: Tab, base_url: str, username: str = "alice", next_path: str = "/dashboard/") -> None:
+    """Sign in through the login form, which sends the browser on to ``next_path``."""
+    page = tab.page
+    page.goto(f"{base_url}{next_path}")
+    page.wait_for_url("**/dashboard/login/**")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+# -- reading the page ------------------------------------------------------------------------
+
+
+def text(page: Page, selector: str) -> str:
+    return page.locator(selector).inner_text().strip()
+
+
+def number(page: Page, selector: str) -> int:
+    return int(text(page, selector).replace(",", ""))
+
+
+def table(page: Page, selector: str) -> list[list[str]]:
+    """The visible rows of a DataTable, cell texts (header row left out)."""
+    return page.eval_on_selector_all(
+        f"{selector} tr",
+        "rows => rows.map(r => Array.from(r.querySelectorAll('td')).map(td => td.innerText.trim()))"
+        ".filter(cells => cells.length)",
+    )
+
+
+def plot_data(page: Page, selector: str) -> list[dict]:
+    """The traces Plotly drew in the graph ``selector``."""
+    return page.eval_on_selector(f"{selector} .js-plotly-plot", "el => JSON.parse(JSON.stringify(el.data))")
+
+
+def eventually(check: Callable[[], T], timeout: float = 30.0, every: float = 1.0) -> T:
+    """``check()``'s value once it stops raising AssertionError (the page refreshes on its own,
+    and the realtime numbers move with the clock); its last failure after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(every)

@@ -1,0 +1,123 @@
+"""Who gets through to the Dash app: Django's login, per-site grants, CSRF on callbacks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from collector.models import Site
+from dashboard.live import OUTPUTS
+from dashboard.models import ShareLink, SiteAccess
+
+PASSWORD = "correct horse battery staple 42"
+
+
+@pytest.fixture
+def site(db: None) -> Site:
+    return Site.objects.create(site_id="access-test", name="Access", domains=["a.example"], timezone="Europe/Berlin")
+
+
+def live_callback(site_id: str) -> dict:
+    """The body Dash's renderer posts for the live view's refresh."""
+    outputs = [{"id": o.component_id, "property": o.component_property} for o in OUTPUTS]
+    return {
+        "output": ".." + "...".join(f"{o['id']}.{o['property']}" for o in outputs) + "..",
+        "outputs": outputs,
+        "inputs": [
+            {"id": "live-tick", "property": "n_intervals", "value": 1},
+            {"id": "site", "property": "value", "value": site_id},
+            {"id": "live-minutes", "property": "value", "value": 30},
+        ],
+        "changedPropIds": ["live-tick.n_intervals"],
+        "state": [],
+    }
+
+
+def post_callback(client: Client, body: dict, **headers: str):
+    return client.post(
+        "/dashboard/_dash-update-component", json.dumps(body), content_type="application/json", **headers
+    )
+
+
+def user(name: str, *sites: Site, staff: bool = False):
+    account = get_user_model().objects.create_user(name, password=PASSWORD, is_staff=staff)
+    for s in sites:
+        SiteAccess.objects.create(user=account, site=s)
+    return account
+
+
+def test_anonymous_requests_are_sent_to_the_login(site: Site) -> None:
+    """Pages redirect to the login form; Dash's own routes answer 403."""
+    client = Client()
+    response = client.get("/dashboard/history?site=access-test")
+    assert response.status_code == 302
+    assert response["Location"] == "/dashboard/login/?next=/dashboard/history%3Fsite%3Daccess-test"
+    assert client.get("/dashboard/_dash-layout").status_code == 403
+    assert post_callback(client, live_callback(site.site_id)).status_code == 403
+    assert client.get("/").headers["Location"] == "/dashboard/"
+
+
+def test_callbacks_answer_only_for_granted_sites(site: Site) -> None:
+    """A signed-in user without a grant gets no numbers for a site, even by forging the callback."""
+    user("mallory")
+    client = Client()
+    client.login(username="mallory", password=PASSWORD)
+    response = post_callback(client, live_callback(site.site_id))
+    assert response.status_code == 200
+    body = response.json()["response"]
+    assert body["live-error"] == {"children": "Choose a site you have access to.", "hidden": False}
+    assert body["live-pageviews"]["children"] == "—"
+    layout = client.get("/dashboard/_dash-layout").content.decode()
+    assert "access-test" not in layout
+
+
+def test_grants_and_staff_see_their_sites(site: Site) -> None:
+    """A granted user's picker lists the site; staff see every site; the live callback answers with numbers."""
+    other = Site.objects.create(site_id="other-site", name="Other", domains=["o.example"])
+    user("carol", site)
+    user("root", staff=True)
+    client = Client()
+    client.login(username="carol", password=PASSWORD)
+    layout = client.get("/dashboard/_dash-layout").content.decode()
+    assert "access-test" in layout
+    assert "other-site" not in layout
+    body = post_callback(client, live_callback(site.site_id)).json()["response"]
+    assert body["live-error"]["hidden"] is True
+    assert body["live-pageviews"]["children"].replace(",", "").isdigit()
+    client.login(username="root", password=PASSWORD)
+    layout = client.get("/dashboard/_dash-layout").content.decode()
+    assert "access-test" in layout
+    assert other.site_id in layout
+
+
+def test_callbacks_need_the_csrf_token(site: Site) -> None:
+    """Callbacks are POSTs under Django's CSRF check: without the cookie's token in X-CSRFToken, 403."""
+    user("dave", site)
+    client = Client(enforce_csrf_checks=True)
+    client.login(username="dave", password=PASSWORD)
+    page = client.get("/dashboard/")
+    assert page.status_code == 200
+    assert "script-src 'self' 'sha256-" in page["Content-Security-Policy"]
+    token = client.cookies["csrftoken"].value
+    assert post_callback(client, live_callback(site.site_id)).status_code == 403
+    assert post_callback(client, live_callback(site.site_id), HTTP_X_CSRFTOKEN=token).status_code == 200
+
+
+def test_share_link_tokens_are_hashed_and_revocable(site: Site) -> None:
+    """Only a hash is stored; a revoked or wrong token opens nothing."""
+    link, token = ShareLink.issue(site, "press")
+    assert token not in {link.token_hash, link.prefix}
+    assert link.token_hash != token
+    assert ShareLink.resolve(token) == link
+    assert ShareLink.resolve(token[:-1] + ("A" if token[-1] != "A" else "B")) is None
+    client = Client()
+    assert client.get(f"/dashboard/share/{token}").headers["Location"] == "/dashboard/?site=access-test"
+    assert client.get("/dashboard/_dash-layout").status_code == 200
+    link.revoke()
+    assert ShareLink.resolve(token) is None
+    assert client.get(f"/dashboard/share/{token}").status_code == 404
+    layout = client.get("/dashboard/_dash-layout").content.decode()
+    assert "access-test" not in layout  # the page shows the "link was revoked" notice instead

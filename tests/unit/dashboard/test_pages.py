@@ -1,0 +1,99 @@
+"""Layout and rendering of the dashboard's pages from query results (pure, no services)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from zoneinfo import ZoneInfo
+
+import plotly.utils
+import redis
+
+from dashboard import layout, messages
+from dashboard.access import Access, SiteChoice
+from dashboard.app import site_from_search
+from dashboard.history import METRICS, cards
+from dashboard.live import OUTPUTS, blank, render
+from realtime.queries import QueryError
+
+LIVE = {
+    "minutes": 30,
+    "concurrent_visitors": 3,
+    "pageviews": 1200,
+    "visitors": 40,
+    "pageviews_per_minute": [{"t": "2026-11-01T10:00:00+00:00", "value": 1200}],
+    "top_pages": [{"value": "<script>x</script>", "pageviews": 1200, "visitors": 40}],
+    "top_referrers": [{"value": "(direct)", "pageviews": 1200, "visitors": 40}],
+    "rising_pages": [],
+    "rising_referrers": [],
+    "flows": [{"referrer": "(direct)", "page": "<script>x</script>", "pageviews": 1200}],
+}
+
+
+def test_page_of_and_href() -> None:
+    assert [layout.page_of(p) for p in ("/dashboard/", "/dashboard/history", "/dashboard/health/", "/x", None)] == [
+        "live", "history", "health", "live", "live"
+    ]  # fmt: skip
+    assert layout.href("live", "demo") == "/dashboard/?site=demo"
+    assert layout.href("history", None) == "/dashboard/history"
+
+
+def test_site_from_search() -> None:
+    assert site_from_search("?site=demo&x=1") == "demo"
+    assert site_from_search("") is None
+
+
+def test_access_looks_sites_up_never_trusts_them() -> None:
+    access = Access(sites=(SiteChoice("a", "A", "UTC"),), username="u")
+    assert access.site("a").info.tz == "UTC"
+    assert access.site("b") is None
+    assert access.site(["a"]) is None
+    assert Access().can_see_health is False
+    assert access.can_see_health is True
+
+
+def test_shell_lists_only_the_allowed_sites() -> None:
+    """The site picker holds the request's sites; share viewers get no health link and no sign-out."""
+    shared = Access(sites=(SiteChoice("a", "Site A", "UTC"),))
+    body = json.dumps(layout.shell(shared).to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)
+    assert '"label": "Site A (a)"' in body
+    assert "read-only" in body
+    assert "sign-out" not in body
+    nav = layout.shell(shared).children[1].children[2].children
+    assert [span.hidden for span in nav] == [False, False, True]  # live, history, health
+    assert layout.no_sites(Access(shared_revoked=True)).children[1].children == messages.SHARE_REVOKED
+    assert layout.no_sites(Access(username="u")).children[1].children == messages.NO_SITES
+
+
+def test_live_render_fills_every_output() -> None:
+    """One realtime answer fills all outputs: numbers formatted, values as plain table text."""
+    out = render(LIVE, ZoneInfo("Europe/Berlin"), "demo", dt.datetime(2026, 11, 1, 10, 0, 30, tzinfo=dt.UTC))
+    assert len(out) == len(OUTPUTS) == len(blank("x"))
+    assert out[:5] == ("3", "1,200", "in the last 30 min", "40", "in the last 30 min (estimate ±1 %)")
+    assert out[6] == [{"value": "<script>x</script>", "pageviews": 1200, "visitors": 40}]
+    assert out[9] is False  # the "nothing is rising" note is shown
+    assert out[12] is True  # traffic: the empty-state note is hidden
+    assert out[13].startswith("Updated 11:00:30 (Europe/Berlin)")
+
+
+def test_live_render_empty_state_tells_what_to_do() -> None:
+    quiet = {**LIVE, "pageviews": 0, "visitors": 0, "pageviews_per_minute": [], "top_pages": [], "flows": []}
+    out = render(quiet, ZoneInfo("UTC"), "my-site", dt.datetime(2026, 11, 1, tzinfo=dt.UTC))
+    assert 'data-site="my-site"' in out[11]
+    assert out[12] is False
+
+
+def test_history_cards_with_and_without_comparison() -> None:
+    results = {m: {"value": 10, "previous": 8, "change": 0.25} for m in METRICS}
+    results["sessions"] = {"value": None, "previous": None, "change": None}
+    shown = cards({"results": results}, compare=True)
+    assert shown[: len(METRICS)] == ["10", "10", "—", "1000.0 %", "10s"]
+    assert shown[len(METRICS) + 2] == "previous period: —"
+    assert cards({"results": results}, compare=False)[len(METRICS) :] == [""] * len(METRICS)
+
+
+def test_problems_say_what_to_do() -> None:
+    assert "deploy/local/up.sh" in messages.problem(redis.ConnectionError("refused"))
+    assert "REDIS_URL" in messages.problem(redis.ConnectionError("refused"))
+    assert "Change the range" in messages.problem(QueryError("from", "bad"))
+    assert "logged" in messages.problem(RuntimeError("boom"))
