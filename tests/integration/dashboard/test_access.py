@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from collector.models import Site
@@ -121,3 +123,37 @@ def test_share_link_tokens_are_hashed_and_revocable(site: Site) -> None:
     assert client.get(f"/dashboard/share/{token}").status_code == 404
     layout = client.get("/dashboard/_dash-layout").content.decode()
     assert "access-test" not in layout  # the page shows the "link was revoked" notice instead
+
+
+def test_dashboard_user_command_keeps_its_password_file_private(site: Site, tmp_path) -> None:
+    """up.sh's demo login: a generated password stored mode 600, reused on the next run, the site granted."""
+    secret = tmp_path / "state" / "login"
+    out = StringIO()
+    call_command("dashboard_user", "demo", site=[site.site_id], password_file=str(secret), stdout=out)
+    assert "created demo (sites: access-test)" in out.getvalue()
+    password = secret.read_text().strip()
+    assert len(password) >= 16
+    assert secret.stat().st_mode & 0o777 == 0o600
+    call_command("dashboard_user", "demo", site=[site.site_id], password_file=str(secret), stdout=StringIO())
+    assert secret.read_text().strip() == password, "a second run keeps the login"
+    assert Client().login(username="demo", password=password)
+    with pytest.raises(CommandError, match="no site nope"):
+        call_command("dashboard_user", "demo", site=["nope"], stdout=StringIO())
+
+
+def test_share_link_command_issues_lists_and_revokes(site: Site) -> None:
+    out = StringIO()
+    call_command("share_link", site.site_id, label="press", base_url="https://stats.example/", stdout=out)
+    url = out.getvalue().strip()
+    assert url.startswith("https://stats.example/dashboard/share/fs_")
+    token = url.rsplit("/", 1)[1]
+    link = ShareLink.resolve(token)
+    assert link is not None
+    assert link.label == "press"
+    listing = StringIO()
+    call_command("share_link", site.site_id, list=True, stdout=listing)
+    assert f"{link.prefix}…, live" in listing.getvalue()
+    call_command("share_link", site.site_id, revoke=link.prefix, stdout=StringIO())
+    assert ShareLink.resolve(token) is None
+    with pytest.raises(CommandError, match="no live share link"):
+        call_command("share_link", site.site_id, revoke=link.prefix, stdout=StringIO())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from playwright.sync_api import Browser
 
 from dashboard import messages
@@ -109,7 +107,6 @@ def test_script_payloads_in_urls_referrers_and_titles_do_not_run(
     assert tab.errors == [], "no alert() and no page error"
     assert page.evaluate("document.querySelectorAll('a[href^=\"javascript:\" i], [onerror], [onload]').length") == 0
     assert page.evaluate("window.__cspViolations") == [], "nothing even tried to run inline code"
-    assert dt.datetime.now(dt.UTC)  # (the page stayed usable to the end)
 
 
 def _assert_has(rows: list[list[str]], values: list[str]) -> None:
