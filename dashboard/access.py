@@ -15,6 +15,8 @@ from django.http import HttpRequest
 
 from api.query.service import SiteInfo
 from collector.models import Site
+from collector.runtime import footfall_config
+from dashboard import messages
 from dashboard.models import ShareLink, SiteAccess
 
 ENVIRON_KEY = "footfall.dashboard.access"
@@ -91,3 +93,9 @@ def current() -> Access:
 
     access = flask.request.environ.get(ENVIRON_KEY)
     return access if isinstance(access, Access) else Access()
+
+
+def problem_for_viewer(exc: BaseException) -> str:
+    """What the viewer of the current Dash request is told about a failed query: signed-in
+    users get the service and what to do, share-link visitors nothing about the deployment."""
+    return messages.problem(exc, footfall_config(), public=not current().signed_in)

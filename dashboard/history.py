@@ -12,9 +12,8 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from api.query.params import DIMENSIONS, FILTER_DIMENSIONS, MAX_LIMIT, Filter
 from api.query.runtime import get_service
 from api.renderers import CsvRenderer
-from collector.runtime import footfall_config
 from dashboard import figures, messages, tables
-from dashboard.access import SiteChoice, current
+from dashboard.access import SiteChoice, current, problem_for_viewer
 from dashboard.ranges import DayRange, RangeError, resolve, today_in
 
 log = logging.getLogger(__name__)
@@ -113,7 +112,7 @@ def register(app: Dash) -> None:
             aggregate = service.aggregate(site.info, rng.query_range(tz), on)
         except Exception as exc:
             log.exception("history totals of %s failed", site.site_id)
-            return (*blank, messages.problem(exc, footfall_config()), False)
+            return (*blank, problem_for_viewer(exc), False)
         label = f"{rng.label()} · {tz.key}"
         if on:
             prev = rng.previous()
@@ -147,7 +146,7 @@ def register(app: Dash) -> None:
                 previous = service.timeseries(site.info, metric, rng.interval, prev.query_range(tz), flt)["points"]
         except Exception as exc:
             log.exception("history series of %s failed", site.site_id)
-            return figures.empty_figure(messages.problem(exc, footfall_config())), no_update
+            return figures.empty_figure(problem_for_viewer(exc)), no_update
         now = service.now()
         points = [p for p in body["points"] if dt.datetime.fromisoformat(p["t"]) <= now]  # no future buckets
         fig = figures.metric_series(points, metric, tz, rng.interval, previous)
@@ -184,7 +183,16 @@ def register(app: Dash) -> None:
             )  # fmt: skip
         except Exception as exc:
             log.exception("breakdown %s of %s failed", dimension, site.site_id)
-            return [], no_update, None, [], 0, messages.problem(exc, footfall_config()), False, ""
+            return (
+                [],
+                no_update,
+                None,
+                [],
+                0,
+                problem_for_viewer(exc),
+                False,
+                "",
+            )
         rows = [{**row, "id": row["value"]} for row in body["results"]]
         note = plan.note or ""
         if not rows:

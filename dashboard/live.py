@@ -13,9 +13,8 @@ from zoneinfo import ZoneInfo
 from dash import Dash, Input, Output, no_update
 
 from api.query.runtime import get_service
-from collector.runtime import footfall_config
 from dashboard import figures, messages, tables
-from dashboard.access import current
+from dashboard.access import current, problem_for_viewer
 from dashboard.layout import LIVE_REFRESH_MS
 
 log = logging.getLogger(__name__)
@@ -85,5 +84,8 @@ def register(app: Dash) -> None:
             live = service.realtime(site.info, 60 if minutes == 60 else 30, LIMIT)
         except Exception as exc:
             log.exception("live view of %s failed", site.site_id)
-            return (no_update,) * (len(OUTPUTS) - 2) + (messages.problem(exc, footfall_config()), False)
+            return (no_update,) * (len(OUTPUTS) - 2) + (
+                problem_for_viewer(exc),
+                False,
+            )
         return render(live, ZoneInfo(site.tz), site.site_id, service.now())

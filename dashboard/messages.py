@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
 import redis
 from confluent_kafka import KafkaException
 from pymongo.errors import PyMongoError
@@ -34,29 +36,47 @@ NO_ROLLUPS = (
 )
 NO_DRIFT = "No reconciliation yet: it is recorded after each rollup of a day still inside the realtime window."
 NO_INVALID = "No invalid events: every event that reached the log was valid."
+UNAVAILABLE_PUBLIC = "These numbers are unavailable right now (the problem was logged). Try again in a few minutes."
 HEALTH_SIGNED_IN = "The health panel is for signed-in users. Sign in to see the pipeline's state."
 
 
-def problem(exc: BaseException, cfg: object = None) -> str:
-    """One sentence for a failed query: what is wrong and what to do."""
+def where(url: object) -> str:
+    """``url`` without its user name and password: a service address safe to show (pure)."""
+    parts = urlsplit(str(url))
+    if not parts.scheme or not parts.hostname:
+        return str(url) if "@" not in str(url) else "(address hidden)"
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def problem(exc: BaseException, cfg: object = None, *, public: bool = False) -> str:
+    """One sentence for a failed query: what is wrong and what to do.
+
+    ``public`` (a share-link visitor, not signed in) gets no service names or addresses:
+    they cannot act on them, and the deployment's layout is not theirs to read. Addresses
+    shown to signed-in users never carry credentials (:func:`where`).
+    """
     if isinstance(exc, QueryError):
         return f"The query was refused ({exc.parameter}: {exc}). Change the range or filter and try again."
+    if public:
+        return UNAVAILABLE_PUBLIC
     if isinstance(exc, redis.RedisError):
-        where = getattr(cfg, "redis_url", "REDIS_URL")
+        at = where(getattr(cfg, "redis_url", "REDIS_URL"))
         return (
-            f"Redis ({where}) is not answering, so live numbers are unavailable: "
+            f"Redis ({at}) is not answering, so live numbers are unavailable: "
             f"{START_STACK.format(service='redis')}, or check REDIS_URL."
         )
     if isinstance(exc, PyMongoError):
-        where = getattr(cfg, "mongo_url", "MONGO_URL")
+        at = where(getattr(cfg, "mongo_url", "MONGO_URL"))
         return (
-            f"MongoDB ({where}) is not answering, so settled days are unavailable: "
+            f"MongoDB ({at}) is not answering, so settled days are unavailable: "
             f"{START_STACK.format(service='mongo')}, or check MONGO_URL."
         )
     if isinstance(exc, KafkaException):
-        where = getattr(cfg, "kafka_bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS")
+        at = getattr(cfg, "kafka_bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS")
         return (
-            f"Kafka ({where}) is not answering, so consumer lag is unknown: "
+            f"Kafka ({where(at) if '@' in str(at) else at}) is not answering, so consumer lag is unknown: "
             f"{START_STACK.format(service='kafka')}, or check KAFKA_BOOTSTRAP_SERVERS."
         )
     return (

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
 import plotly.utils
+import pytest
 import redis
+from pymongo.errors import PyMongoError
 
 from dashboard import layout, messages
 from dashboard.access import Access, SiteChoice
@@ -97,3 +100,28 @@ def test_problems_say_what_to_do() -> None:
     assert "REDIS_URL" in messages.problem(redis.ConnectionError("refused"))
     assert "Change the range" in messages.problem(QueryError("from", "bad"))
     assert "logged" in messages.problem(RuntimeError("boom"))
+
+
+def test_problems_never_show_credentials_and_nothing_internal_to_share_viewers() -> None:
+    cfg = SimpleNamespace(redis_url="redis://:s3cret@cache.internal:6380/0", mongo_url="mongodb://u:pw@db:27017/x")
+    shown = messages.problem(redis.ConnectionError("refused"), cfg)
+    assert "redis://cache.internal:6380/0" in shown
+    assert "s3cret" not in shown
+    assert "pw" not in messages.problem(PyMongoError("down"), cfg)
+    public = messages.problem(redis.ConnectionError("refused"), cfg, public=True)
+    assert public == messages.UNAVAILABLE_PUBLIC
+    assert "Change the range" in messages.problem(QueryError("from", "bad"), cfg, public=True)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:pw@h:1/0", "redis://h:1/0"),
+        ("mongodb://user:pw@[::1]:27017/db?authSource=admin", "mongodb://[::1]:27017/db"),
+        ("redis://localhost/2", "redis://localhost/2"),
+        ("not a url", "not a url"),
+        ("user:pw@host", "(address hidden)"),
+    ],
+)
+def test_where_drops_credentials(url: str, shown: str) -> None:
+    assert messages.where(url) == shown
