@@ -151,7 +151,7 @@ def flow_sankey(flows: Iterable[Mapping[str, object]]) -> go.Figure:
                 "customdata": full,
                 "hovertemplate": "%{customdata}: %{value:,} page views<extra></extra>",
                 "color": [ACCENT if kind == "ref" else "#0f766e" for kind, _ in nodes],
-                "pad": 12,
+                "pad": 18,  # room for each label: small nodes next to a big one must not overlap
                 "thickness": 14,
             },
             link={
@@ -164,7 +164,9 @@ def flow_sankey(flows: Iterable[Mapping[str, object]]) -> go.Figure:
             },
         )
     )
-    fig.update_layout(**{**_BASE_LAYOUT, "hovermode": "closest"}, height=max(280, 22 * len(nodes)), uirevision="flows")
+    per_side = max(sum(1 for kind, _ in nodes if kind == "ref"), sum(1 for kind, _ in nodes if kind == "page"))
+    height = max(300, 40 * per_side + 60)
+    fig.update_layout(**{**_BASE_LAYOUT, "hovermode": "closest"}, height=height, uirevision="flows")
     return fig
 
 

@@ -28,7 +28,7 @@ NO_HISTORY = (
 )
 NO_RISING = (
     "Nothing is rising right now: a page or referrer shows up here when its last 10 minutes clearly beat its "
-    "usual level over the 3 hours before."
+    "usual level over the 3 hours before (it needs at least 30 minutes of this site's traffic to judge)."
 )
 NO_ROLLUPS = (
     "No day of this site is rolled up yet. The nightly rollup runs from Celery beat; run one now with "

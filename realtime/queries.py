@@ -211,18 +211,22 @@ class RealtimeQueries:
             raise QueryError("baseline_minutes", "must be a multiple of recent_minutes")
         end = now_ms // 60_000
         first = end - recent_minutes - baseline_minutes
-        pipe = self.client.pipeline(transaction=False)
-        for m in range(first, end):
-            pipe.zrange(self.layout.top(site, m, dim), 0, -1, withscores=True)
-        per_minute = pipe.execute()
         blocks = baseline_minutes // recent_minutes
+        # One ZUNION per block of ``recent_minutes`` sums that block's minutes inside Redis,
+        # in one round trip: 19 short answers instead of 190 whole sorted sets.
+        pipe = self.client.pipeline(transaction=False)
+        for block in range(blocks + 1):
+            start = first + block * recent_minutes
+            keys = [self.layout.top(site, m, dim) for m in range(start, start + recent_minutes)]
+            pipe.zunion(keys, withscores=True)
+        per_block = pipe.execute()
         baseline: dict[str, list[int]] = defaultdict(lambda: [0] * blocks)
-        recent: dict[str, int] = defaultdict(int)
-        for offset, members in enumerate(per_minute):
+        recent: dict[str, int] = {}
+        for block, members in enumerate(per_block):
             for member, score in members:
                 value = member.decode() if isinstance(member, bytes) else member
-                if offset >= baseline_minutes:
-                    recent[value] += int(score)
+                if block == blocks:
+                    recent[value] = int(score)
                 else:
-                    baseline[value][offset // recent_minutes] += int(score)
+                    baseline[value][block] = int(score)
         return rank_rising(recent, baseline, blocks, limit=limit)

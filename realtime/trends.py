@@ -6,6 +6,12 @@ blocks' standard deviation, floored by the Poisson spread ``sqrt(mean)`` and by 
 value that was silent and now gets a handful of hits does not outrank a real surge, and a
 steady big page does not look "rising" because of ordinary noise. A static threshold would
 flag every big page all day and miss a small page tripling.
+
+Blocks in which the whole site had no hit at all (before it was installed, while its
+collector or workers were down, counters lost) are not evidence of a quiet past: they are
+left out of every value's baseline. With fewer than ``min_baseline_blocks`` blocks of
+history nothing is called rising — a freshly started site would otherwise show every page
+as a surge.
 """
 
 from __future__ import annotations
@@ -29,23 +35,37 @@ def rank_rising(
     blocks: int,
     min_recent: int = 5,
     limit: int = 10,
+    min_baseline_blocks: int = 3,
+    min_z: float = 2.0,
 ) -> list[Rising]:
     """Rank values by how far their recent hits exceed their baseline.
 
-    ``baseline_blocks[value]`` holds the value's hits per block (missing blocks count as
-    0; ``blocks`` is how many blocks the baseline has). Values with fewer than
-    ``min_recent`` recent hits, or not above their mean, are not rising.
+    ``baseline_blocks`` holds every value's hits per block (all values of the dimension seen
+    in the baseline, not only those in ``recent``; missing trailing blocks count as 0;
+    ``blocks`` is how many blocks the baseline has). Only blocks where the site had any hit
+    form the baseline, and at least ``min_baseline_blocks`` of them are needed. Values with
+    fewer than ``min_recent`` recent hits, or less than ``min_z`` spreads above their mean
+    (ordinary noise), are not rising.
     """
+    site_hits = [0] * blocks
+    for history in baseline_blocks.values():
+        for i, hits in enumerate(history[:blocks]):
+            site_hits[i] += hits
+    active = [i for i, hits in enumerate(site_hits) if hits > 0]
+    if len(active) < max(min_baseline_blocks, 1):
+        return []
     ranked = []
     for value, hits in recent.items():
         if hits < min_recent:
             continue
-        history = list(baseline_blocks.get(value, ())) + [0] * (blocks - len(baseline_blocks.get(value, ())))
-        mean = sum(history) / blocks if blocks else 0.0
-        if hits <= mean:
-            continue
-        variance = sum((h - mean) ** 2 for h in history) / blocks if blocks else 0.0
+        own = baseline_blocks.get(value, ())
+        history = [own[i] if i < len(own) else 0 for i in active]
+        mean = sum(history) / len(history)
+        variance = sum((h - mean) ** 2 for h in history) / len(history)
         spread = max(math.sqrt(variance), math.sqrt(mean), 1.0)
-        ranked.append(Rising(value, hits, round(mean, 3), round((hits - mean) / spread, 3)))
+        z = (hits - mean) / spread
+        if z < min_z:
+            continue
+        ranked.append(Rising(value, hits, round(mean, 3), round(z, 3)))
     ranked.sort(key=lambda r: (-r.z, -r.recent, r.value))
     return ranked[:limit]

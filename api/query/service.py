@@ -39,6 +39,10 @@ VISITORS_DAILY_SUM = (
     "sum of per-day counts: cookieless visitor ids rotate daily, so a visitor returning on another day "
     "counts again; each day's count is exact where settled, a HyperLogLog estimate elsewhere"
 )
+PREVIOUS_PARTIAL = (
+    "part of the previous period is older than the realtime window and not rolled up: its totals are "
+    "incomplete (null when nothing of it is counted) and no change is given"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +178,12 @@ class QueryService:
                 pageviews += got["pageviews"]
                 visitors += got["visitors"]
         has_batch = any(p.source == "batch" for p in pieces)
+        # Nothing of the range is counted (all older than the realtime window, none settled):
+        # unknown, not zero.
+        known = any(p.source != "missing" for p in pieces)
         return {
-            "pageviews": pageviews,
-            "visitors": visitors,
+            "pageviews": pageviews if known else None,
+            "visitors": visitors if known else None,
             "sessions": sums.sessions if has_batch else None,
             "bounce_rate": round(sums.bounces / sums.sessions, 6) if sums.sessions else None,
             "visit_duration": round(sums.duration_s / sums.sessions, 3) if sums.sessions else None,
@@ -186,19 +193,23 @@ class QueryService:
         """Totals of the range and, with ``compare``, of the period of equal length before it."""
         current, pieces = self.totals(site, rng.start, rng.end)
         previous: dict[str, object] = {}
+        previous_partial = False
         if compare:
-            previous, _ = self.totals(site, rng.start - (rng.end - rng.start), rng.start)
+            previous, before_pieces = self.totals(site, rng.start - (rng.end - rng.start), rng.start)
+            previous_partial = any(p.source == "missing" for p in before_pieces)
         results = {}
         for name, value in current.items():
             entry: dict[str, object] = {"value": value}
             if compare:
                 before = previous[name]
                 entry["previous"] = before
-                entry["change"] = (
-                    round((value - before) / before, 6) if isinstance(value, int | float) and before else None
-                )
+                # A change against a partly uncounted period would be an artefact of the gap.
+                comparable = isinstance(value, int | float) and isinstance(before, int | float) and before
+                entry["change"] = round((value - before) / before, 6) if comparable and not previous_partial else None
             results[name] = entry
         notes = [self._visitor_note(pieces, rng)]
+        if previous_partial:
+            notes.append(PREVIOUS_PARTIAL)
         if any(p.source == "realtime" for p in pieces):
             notes.append("sessions, bounce_rate and visit_duration cover the settled days only")
         if any(p.source == "missing" for p in pieces):

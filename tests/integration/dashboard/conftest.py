@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.contrib.auth import get_user_model
 from django.db import connection
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 from pytest_django.live_server_helper import LiveServer
 
@@ -173,7 +173,7 @@ def open_tab(browser: Browser, viewport: dict[str, int] = LAPTOP, **options: obj
     context = browser.new_context(viewport=viewport, accept_downloads=True, **options)
     context.add_init_script(WATCH)
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(45_000)  # a shared CI machine can be slow; these are bounds, not goals
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
     page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
@@ -212,11 +212,27 @@ def table(page: Page, selector: str) -> list[list[str]]:
 
 
 def plot_data(page: Page, selector: str) -> list[dict]:
-    """The traces Plotly drew in the graph ``selector``."""
-    return page.eval_on_selector(f"{selector} .js-plotly-plot", "el => JSON.parse(JSON.stringify(el.data))")
+    """The traces Plotly drew in the graph ``selector`` (AssertionError while it is not drawn yet)."""
+    plot = f"{selector} .js-plotly-plot"
+    assert page.locator(plot).count() == 1, f"{plot} is not drawn (yet)"
+    return page.eval_on_selector(plot, "el => JSON.parse(JSON.stringify(el.data || []))")
 
 
-def eventually(check: Callable[[], T], timeout: float = 30.0, every: float = 1.0) -> T:
+def click_row(page: Page, cell: Locator, shows: str, attempts: int = 3) -> None:
+    """Click a table cell until ``shows`` appears. A click that lands while the table is being
+    re-rendered (its previous query's answer arriving) is lost, as it would be for a person,
+    who clicks again; a click that never takes effect still fails."""
+    for attempt in range(attempts):
+        cell.first.click()
+        try:
+            page.wait_for_selector(shows, timeout=20_000)
+            return
+        except PlaywrightError:
+            if attempt == attempts - 1:
+                raise
+
+
+def eventually(check: Callable[[], T], timeout: float = 45.0, every: float = 1.0) -> T:
     """``check()``'s value once it stops raising AssertionError (the page refreshes on its own,
     and the realtime numbers move with the clock); its last failure after ``timeout``."""
     deadline = time.monotonic() + timeout

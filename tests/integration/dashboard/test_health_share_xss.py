@@ -9,6 +9,7 @@ from tests.integration.dashboard.conftest import (
     PHONE,
     Accounts,
     Traffic,
+    click_row,
     eventually,
     number,
     open_tab,
@@ -99,8 +100,8 @@ def test_script_payloads_in_urls_referrers_and_titles_do_not_run(
     for dimension in ("Referrers", "Referrer URLs"):
         page.click(f"#hist-dim label:has-text('{dimension}')")
         page.wait_for_selector(f"#hist-table td:has-text('{XSS_MARK}')")
-    page.locator("#hist-table td").filter(has_text=XSS_REFERRERS[0][0]).first.click()  # a javascript: referrer
-    page.wait_for_selector("#hist-filter-label:has-text('javascript:')")
+    javascript_referrer = page.locator("#hist-table td").filter(has_text=XSS_REFERRERS[0][0])
+    click_row(page, javascript_referrer, "#hist-filter-label:has-text('javascript:')")
     tab.screenshot("xss-history")
 
     assert page.evaluate(f"window.{XSS_MARK}") is None, "a payload ran"

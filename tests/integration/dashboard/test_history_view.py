@@ -15,6 +15,7 @@ from tests.integration.dashboard.conftest import (
     PHONE,
     Accounts,
     Traffic,
+    click_row,
     eventually,
     open_tab,
     plot_data,
@@ -54,28 +55,28 @@ def test_history_equals_the_api_with_drilldown_and_csv(browser: Browser, account
     aggregate = accounts.api(site, "aggregate", compare="previous_period", **rng.api_params())["results"]
     for metric in METRIC_LABELS:
         want = fmt_metric(metric, aggregate[metric]["value"])
-        eventually(lambda m=metric, w=want: _assert_text(page, f"#hist-value-{m}", w), timeout=15)
+        eventually(lambda m=metric, w=want: _assert_text(page, f"#hist-value-{m}", w))
     assert aggregate["pageviews"]["value"] > 0, "the generated traffic counts"
     assert aggregate["sessions"]["value"], "the settled day has sessions"
 
     days = accounts.api(site, "timeseries", metric="pageviews", interval="day", **rng.api_params())
-    eventually(lambda: _assert_equal(_series(page), [p["value"] for p in days["points"]]), timeout=15)
+    eventually(lambda: _assert_equal(_series(page), [p["value"] for p in days["points"]]))
     pages = accounts.api(site, "breakdown/pages", limit=100, **rng.api_params())
-    eventually(lambda: _assert_equal(table(page, "#hist-table")[:15], _rows(pages["results"])[:15]), timeout=15)
+    eventually(lambda: _assert_equal(table(page, "#hist-table")[:15], _rows(pages["results"])[:15]))
 
     # Drill down: the top referrer's row filters the chart and shows the pages it sends traffic to.
     _choose_dimension(page, "Referrers")
     refs = accounts.api(site, "breakdown/referrers", limit=100, **rng.api_params())
-    eventually(lambda: _assert_equal(table(page, "#hist-table"), _rows(refs["results"])), timeout=15)
+    eventually(lambda: _assert_equal(table(page, "#hist-table"), _rows(refs["results"])))
     top_ref = next(r["value"] for r in refs["results"] if r["value"] != "(direct)")
-    page.locator("#hist-table td").filter(has_text=re.compile(f"^{re.escape(top_ref)}$")).first.click()
-    page.wait_for_selector(f"#hist-filter-label:has-text('Referrer is {top_ref}')")
+    top_ref_cell = page.locator("#hist-table td").filter(has_text=re.compile(f"^{re.escape(top_ref)}$"))
+    click_row(page, top_ref_cell, f"#hist-filter-label:has-text('Referrer is {top_ref}')")
     assert page.is_checked("#hist-dim input[value=pages]"), "the drill-down shows the referrer's pages"
     ref_pages = accounts.api(site, f"referrers/{top_ref}/pages", limit=100, **rng.api_params())
-    eventually(lambda: _assert_equal(table(page, "#hist-table"), _rows(ref_pages["results"])), timeout=15)
+    eventually(lambda: _assert_equal(table(page, "#hist-table"), _rows(ref_pages["results"])))
     filtered = accounts.api(site, "timeseries", metric="pageviews", interval="day", filters=f"referrers=={top_ref}",
                             **rng.api_params())  # fmt: skip
-    eventually(lambda: _assert_equal(_series(page), [p["value"] for p in filtered["points"]]), timeout=15)
+    eventually(lambda: _assert_equal(_series(page), [p["value"] for p in filtered["points"]]))
     tab.screenshot("history-drilldown")
 
     # CSV export of the drilled-down table: the same file the API's format=csv gives.
@@ -90,7 +91,7 @@ def test_history_equals_the_api_with_drilldown_and_csv(browser: Browser, account
 
     page.click("#hist-filter-clear")
     page.wait_for_selector("#hist-filter-bar", state="hidden")
-    eventually(lambda: _assert_equal(_series(page), [p["value"] for p in days["points"]]), timeout=15)
+    eventually(lambda: _assert_equal(_series(page), [p["value"] for p in days["points"]]))
     tab.screenshot("history")
     assert tab.errors == []
 
@@ -107,7 +108,7 @@ def test_today_is_hourly_and_custom_range_works(browser: Browser, accounts: Acco
     hours = accounts.api(site, "timeseries", metric="pageviews", interval="hour", **today.api_params())
     now = dt.datetime.now(dt.UTC)
     so_far = [p["value"] for p in hours["points"] if dt.datetime.fromisoformat(p["t"]) <= now]
-    eventually(lambda: _assert_equal(_series(page), so_far), timeout=15)
+    eventually(lambda: _assert_equal(_series(page), so_far))
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     tab.screenshot("history-phone")
 
