@@ -33,7 +33,7 @@ from typing import Final
 
 from geoip2fast import GeoIP2Fast
 
-from collector.enrich.addresses import IPAddress, is_global, parse_ip
+from collector.enrich.addresses import IPAddress, ParsedIP, ipv4_mapped, is_global, is_global_number, parse
 from collector.enrich.pipeline import Draft, SiteContext
 
 DATA_FILE: Final = "geoip2fast-ipv6.dat.gz"  # bundled with the package; IPv4 + IPv6
@@ -86,13 +86,22 @@ def _int_lookup(db: GeoIP2Fast) -> Callable[[int], object] | None:
     return by_int
 
 
+_UNSEEN = object()
+_codes: dict[str, object] = {}  # geoip2fast's answer -> the country code or None (see _code)
+
+
 def _code(value: object) -> str | None:
-    return value if isinstance(value, str) and _COUNTRY.fullmatch(value) else None
+    if not isinstance(value, str):
+        return None
+    code = _codes.get(value, _UNSEEN)
+    if code is _UNSEEN:  # the database holds a few hundred distinct values: remember the verdicts
+        code = _codes[value] = value if _COUNTRY.fullmatch(value) else None
+    return code  # type: ignore[return-value]
 
 
 def country_of(ip: str | None) -> str | None:
     """ISO country code of a globally routable ``ip``, else ``None``."""
-    return country_of_address(parse_ip(ip.strip()) if ip else None)
+    return country_of_parsed(parse(ip.strip()) if ip else None)
 
 
 def country_of_address(address: IPAddress | None) -> str | None:
@@ -107,7 +116,19 @@ def country_of_address(address: IPAddress | None) -> str | None:
     return _code(_by_int(int(address)) if _by_int is not None else db.lookup(str(address)).country_code)
 
 
+def country_of_parsed(parsed: ParsedIP | None) -> str | None:
+    """:func:`country_of_address` for a :class:`~collector.enrich.addresses.ParsedIP` (no
+    ``ipaddress`` object: what the step uses)."""
+    if parsed is None:
+        return None
+    parsed = ipv4_mapped(parsed) or parsed
+    if not is_global_number(parsed.v4, parsed.number):
+        return None
+    db = load_database()
+    return _code(_by_int(parsed.number) if _by_int is not None else db.lookup(parsed.text).country_code)
+
+
 def geolocate(draft: Draft, ctx: SiteContext) -> Draft:
     """Set ``draft.country`` from ``draft.ip`` (``None`` when unknown)."""
-    draft.country = country_of_address(draft.address())
+    draft.country = country_of_parsed(draft.parsed_ip())
     return draft

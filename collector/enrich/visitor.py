@@ -21,10 +21,9 @@ Contracts:
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 from typing import Final
 
-from collector.enrich.addresses import IPAddress, parse_ip
+from collector.enrich.addresses import ParsedIP, ipv4_mapped, parse
 from collector.enrich.pipeline import Draft, Drop, DropReason, SiteContext
 
 VISITOR_ID_BYTES: Final = 16  # 32 hex characters
@@ -60,8 +59,8 @@ def _digest(salt: bytes, site_id: str, canonical_ip: str, user_agent: str) -> st
 
 def assign_visitor_id(draft: Draft, ctx: SiteContext) -> Draft:
     """Set ``draft.visitor_id``, then erase the IP and the raw User-Agent from the draft."""
-    address = draft.address()  # parsed once, for geolocation and here
-    canonical = _canonical_ip(draft.ip) if address is None else _canonical_text(address)
+    parsed = draft.parsed_ip()  # parsed once, for geolocation and here
+    canonical = _canonical_ip(draft.ip) if parsed is None else _hashed_text(parsed)
     draft.visitor_id = _digest(ctx.salt, draft.site_id, canonical, draft.user_agent)
     draft.forget_ip()
     return draft
@@ -75,11 +74,11 @@ def _canonical_ip(ip: str | None) -> str:
     if not ip:
         return ""
     text = ip.strip()
-    address = parse_ip(text)
-    return text if address is None else _canonical_text(address)
+    parsed = parse(text)
+    return text if parsed is None else _hashed_text(parsed)
 
 
-def _canonical_text(address: IPAddress) -> str:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return str(address.ipv4_mapped)
-    return str(address)
+def _hashed_text(parsed: ParsedIP) -> str:
+    """The spelling hashed for an address: ``ipaddress``'s, an IPv4-mapped one as its IPv4 address."""
+    mapped = ipv4_mapped(parsed)
+    return parsed.text if mapped is None else mapped.text

@@ -9,7 +9,16 @@ import sys
 import pytest
 
 from collector.enrich import geo
-from collector.enrich.addresses import _V4_NOT_GLOBAL, _V6_PRIVATE, canonical_ip, is_global, parse_ip
+from collector.enrich.addresses import (
+    _V4_NOT_GLOBAL,
+    _V6_PRIVATE,
+    canonical_ip,
+    ipv4_mapped,
+    is_global,
+    is_global_number,
+    parse,
+    parse_ip,
+)
 from tests.unit.enrich.drafts import make_draft
 
 TRICKY = [
@@ -47,6 +56,42 @@ def test_parse_ip_accepts_exactly_what_ipaddress_accepts() -> None:
         assert type(got) is type(expected), repr(text)
 
 
+def zero_run_samples(count: int) -> list[str]:
+    """IPv6 addresses rich in zero groups (where spellings differ: which run becomes "::"),
+    IPv4-mapped and -compatible ones, in their canonical and their full spellings."""
+    rng = random.Random(7)
+    out = []
+    for _ in range(count):
+        groups = [rng.choice((0, 0, 0, 1, 0xFFFF, rng.getrandbits(16))) for _ in range(8)]
+        number = 0
+        for group in groups:
+            number = number << 16 | group
+        for value in (number, (0xFFFF << 32) | (number & 0xFFFFFFFF), number & 0xFFFFFFFF):
+            address = ipaddress.IPv6Address(value)
+            out += [str(address), address.exploded]
+    return out
+
+
+def test_parse_gives_ipaddress_number_and_spelling() -> None:
+    """parse() accepts what ipaddress accepts, with the same integer and str() spelling
+    (inet_ntop's IPv6 spelling included, dotted forms aside)."""
+    for text in samples(10_000) + zero_run_samples(20_000):
+        expected = reference(text)
+        got = parse(text)
+        if expected is None:
+            assert got is None, repr(text)
+        else:
+            assert got == (expected.version == 4, int(expected), str(expected)), repr(text)
+
+
+def test_ipv4_mapped_is_ipaddress_ipv4_mapped() -> None:
+    for text in ["::ffff:1.2.3.4", "::ffff:102:304", "::1.2.3.4", "1.2.3.4", "2a02:cf40::1", "::ffff:0:0"]:
+        expected = ipaddress.ip_address(text)
+        mapped = getattr(expected, "ipv4_mapped", None)
+        got = ipv4_mapped(parse(text))  # type: ignore[arg-type]
+        assert got == (None if mapped is None else (True, int(mapped), str(mapped))), text
+
+
 def test_canonical_ip_is_ipaddress_spelling() -> None:
     for text in samples(5_000):
         expected = reference(text.strip())
@@ -71,6 +116,7 @@ def test_is_global_answers_like_the_stdlib() -> None:
         cases.append(ipaddress.IPv6Address(rng.getrandbits(128) >> rng.randint(0, 127)))
     for address in cases:
         assert is_global(address) == address.is_global, address
+        assert is_global_number(address.version == 4, int(address)) == address.is_global, address
 
 
 def test_geolocation_leaves_no_address_in_the_stdlib_memo() -> None:
@@ -114,3 +160,17 @@ def test_draft_parses_its_ip_once_and_forgets_it() -> None:
     draft.forget_ip()
     assert (draft.ip, draft.user_agent, draft.address()) == (None, "", None)
     assert draft._address is None
+
+
+def test_draft_parsed_ip_is_memoized_per_value_and_forgotten() -> None:
+    draft = make_draft(ip=" 81.2.69.142 ")
+    first = draft.parsed_ip()
+    assert first == (True, int(ipaddress.IPv4Address("81.2.69.142")), "81.2.69.142")
+    assert draft.parsed_ip() is first
+    draft.ip = "2a02:cf40::1"
+    assert draft.parsed_ip() == (False, int(ipaddress.IPv6Address("2a02:cf40::1")), "2a02:cf40::1")
+    draft.ip = "not an ip"
+    assert draft.parsed_ip() is None
+    draft.forget_ip()
+    assert draft.parsed_ip() is None
+    assert draft._parsed is None
