@@ -1,0 +1,1 @@
+"""Benchmarks of Footfall's components (measurements, not tests; see bench/README.md)."""
