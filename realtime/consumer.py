@@ -28,6 +28,7 @@ import logging
 import os
 import socket
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,7 @@ from realtime.store import CounterStore
 log = logging.getLogger(__name__)
 
 MAX_FUTURE_SKEW_MS = 5 * 60 * 1000
+RECENT_IDS = 200_000  # default size of a worker's RecentlyCounted (about 30 MB)
 
 
 @dataclass
@@ -79,21 +81,31 @@ def accumulate(acc: Accumulated, value: BaseValue[Event]) -> Accumulated:
 
 
 class RecentlyCounted:
-    """Dedup keys of events this worker knows are counted, at most about ``size`` of them
-    (two generations: the older one is dropped when the newer one is full)."""
+    """Dedup keys of the last ``size`` distinct events this worker knows are counted.
 
-    def __init__(self, size: int = 200_000) -> None:
-        self.limit = max(size // 2, 1)
-        self.current: set[str] = set()
-        self.previous: set[str] = set()
+    First in, first out: once ``size`` keys are held, each new key evicts the oldest, so the
+    memory rises to its bound during the first ``size`` events and then stays flat (a
+    two-generation scheme would swing between half and all of it). ``size`` >= 1."""
+
+    def __init__(self, size: int = RECENT_IDS) -> None:
+        self.size = max(size, 1)
+        self._keys: set[str] = set()
+        self._order: deque[str] = deque()
 
     def __contains__(self, key: str) -> bool:
-        return key in self.current or key in self.previous
+        return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
     def update(self, keys: Iterable[str]) -> None:
-        self.current.update(keys)
-        if len(self.current) >= self.limit:
-            self.previous, self.current = self.current, set()
+        held, order = self._keys, self._order
+        for key in keys:
+            if key not in held:
+                held.add(key)
+                order.append(key)
+        while len(order) > self.size:
+            held.discard(order.popleft())
 
 
 class ReasonDlqProducer(KafkaDlqProducer):
@@ -193,14 +205,15 @@ def build_processor(
     max_batch_size: int = 5000,
     max_batch_time: float = 0.5,
     session_timeout_ms: int = 45_000,
-    recent_ids: int = 200_000,
+    recent_ids: int = RECENT_IDS,
 ) -> StreamProcessor[KafkaPayload]:
     """A ready-to-run arroyo processor for the realtime consumer group.
 
     ``session_timeout_ms`` bounds how long the partitions of a worker that died without
     leaving the group (kill -9, a lost host) wait before another worker takes them.
     ``recent_ids``: how many counted event ids the worker remembers to leave repeats out
-    before the Redis step (about 150 bytes each; 0 turns it off)."""
+    before the Redis step (about 150 bytes each, held from the first ``recent_ids`` events
+    on; 0 turns it off)."""
     # arroyo manages assignments itself with the classic eager protocol: round-robin, not
     # librdkafka's cooperative-sticky (which needs incremental assignment).
     base = consumer_config(

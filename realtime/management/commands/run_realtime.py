@@ -18,7 +18,7 @@ from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandParser
 
 from collector.runtime import footfall_config
-from realtime.consumer import build_processor
+from realtime.consumer import RECENT_IDS, build_processor
 from realtime.runtime import GROUP, get_store
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("--batch-time", type=float, default=0.5, help="seconds")
         parser.add_argument(
             "--session-timeout-ms", type=int, default=45_000, help="how soon a dead worker's partitions move (ms)"
+        )
+        parser.add_argument(
+            "--recent-ids",
+            type=int,
+            default=RECENT_IDS,
+            help=f"counted event ids remembered to skip repeats before Redis (default {RECENT_IDS:,}; 0: none)",
         )
 
     def handle(self, *args: object, **opts: object) -> None:
@@ -59,6 +65,7 @@ class Command(BaseCommand):
                 int(opts["batch_size"]),
                 float(opts["batch_time"]),
                 int(opts["session_timeout_ms"]),
+                int(opts["recent_ids"]),
             )
             try:
                 processor.run()
