@@ -64,10 +64,13 @@ def _error(status: int, reason: str, detail: str = "", retry_after: float | None
 
 def _cors(request: HttpRequest, resp: HttpResponse) -> HttpResponse:
     """Beacons carry no credentials, so any page may read the answer; the site's allowed
-    origins are enforced on the request itself (403), not through CORS."""
+    origins are enforced on the request itself (403), not through CORS. Only an origin a
+    browser could have sent (printable ASCII) is echoed: anything else, e.g. a CR from a raw
+    client, is not a header value Django may write (it raised, a 500), and no page has it."""
     origin = request.META.get("HTTP_ORIGIN")  # not request.headers: it copies every header on first use
     if origin:
-        resp["Access-Control-Allow-Origin"] = origin
+        if origin.isascii() and origin.isprintable():
+            resp["Access-Control-Allow-Origin"] = origin
         resp["Vary"] = "Origin"
     resp["Cache-Control"] = "no-store"
     return resp

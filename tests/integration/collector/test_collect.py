@@ -106,6 +106,18 @@ def test_foreign_origin_is_refused(client: Client, site: Site) -> None:
     assert bad.json()["error"] == "origin_not_allowed"
 
 
+def test_an_origin_no_browser_sends_is_not_echoed(client: Client, site: Site) -> None:
+    """A raw client's Origin with a CR once made the CORS header unwritable (a 500; found by fuzzing)."""
+    body = {"site_id": site.site_id, "url": "https://example.com/"}
+    for origin in ("x\r\x1e", "https://exa\nmple.com", "https://例え.jp"):
+        resp = beacon(client, body, HTTP_ORIGIN=origin)
+        assert resp.status_code == 403, (origin, resp.status_code)
+        assert "Access-Control-Allow-Origin" not in resp
+        pixel = client.get("/p.gif", body, REMOTE_ADDR=IP, HTTP_USER_AGENT=CHROME, HTTP_ORIGIN=origin)
+        assert pixel.status_code in (202, 403), (origin, pixel.status_code)
+        assert "Access-Control-Allow-Origin" not in pixel
+
+
 def test_preflight_allows_json_beacons(client: Client) -> None:
     resp = client.options("/collect", HTTP_ORIGIN="https://example.com", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST")
     assert resp.status_code == 204
