@@ -12,6 +12,7 @@ once per range, within HLL's ~0.81 % standard error — never a sum of per-minut
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from realtime.keys import ACTIVE_WINDOW_MS, DIMENSIONS, REFPAGE_SEPARATOR
@@ -156,12 +157,14 @@ class RealtimeQueries:
         events = sum(_num(r[1]) for r in rows) - bots
         return {"pageviews": pv, "events": events, "bot_events": bots, "visitors": int(visitors)}
 
-    def top(
+    def ranking(
         self, site: str, dim: str, start_ms: int, end_ms: int, limit: int = 10, prefix: str | None = None
-    ) -> list[Row]:
-        """The ``limit`` values of ``dim`` with most page views in the range, with visitors.
+    ) -> list[tuple[str, int]]:
+        """The ``limit`` values of ``dim`` with most page views in the range, as ``(value, page views)``.
 
-        ``prefix`` keeps only values starting with it (used for referrer→page pairs)."""
+        ``prefix`` keeps only values starting with it (used for referrer→page pairs). No
+        visitors: those cost a PFCOUNT over every minute per value (:meth:`visitors`), so
+        callers count them only for the rows they show."""
         _check_dim(dim)
         if not 1 <= limit <= 1000:
             raise QueryError("limit", "must be between 1 and 1000")
@@ -174,12 +177,26 @@ class RealtimeQueries:
             value = member.decode() if isinstance(member, bytes) else member
             if prefix is None or value.startswith(prefix):
                 totals[value] = int(score)
-        ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def visitors(self, site: str, dim: str, start_ms: int, end_ms: int, values: Sequence[str]) -> list[int]:
+        """Unique visitors (HyperLogLog) of each of ``values`` of ``dim`` over the range, in one round trip."""
+        _check_dim(dim)
+        if not values:
+            return []
+        minutes = _minutes(start_ms, end_ms)
         pipe = self.client.pipeline(transaction=False)
-        for value, _ in ranked:
+        for value in values:
             pipe.pfcount(*[self.layout.dim_visitors(site, m, dim, value) for m in minutes])
-        visitors = pipe.execute() if ranked else []
-        return [Row(value, pv, int(uv)) for (value, pv), uv in zip(ranked, visitors, strict=True)]
+        return [int(n) for n in pipe.execute()]
+
+    def top(
+        self, site: str, dim: str, start_ms: int, end_ms: int, limit: int = 10, prefix: str | None = None
+    ) -> list[Row]:
+        """The ``limit`` values of ``dim`` with most page views in the range, with visitors."""
+        ranked = self.ranking(site, dim, start_ms, end_ms, limit, prefix)
+        visitors = self.visitors(site, dim, start_ms, end_ms, [value for value, _ in ranked])
+        return [Row(value, pv, uv) for (value, pv), uv in zip(ranked, visitors, strict=True)]
 
     def referrer_pages(self, site: str, ref_domain: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
         """Which pages the referrer ``ref_domain`` (``(direct)`` for none) drives traffic to."""
@@ -190,8 +207,10 @@ class RealtimeQueries:
     def page_referrers(self, site: str, path: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
         """Which referrers drive traffic to ``path``."""
         suffix = f"{REFPAGE_SEPARATOR}{path}"
-        rows = [r for r in self.top(site, "refpage", start_ms, end_ms, 1000) if r.value.endswith(suffix)]
-        return [Row(r.value.removesuffix(suffix), r.pageviews, r.visitors) for r in rows[:limit]]
+        ranked = [(v, pv) for v, pv in self.ranking(site, "refpage", start_ms, end_ms, 1000) if v.endswith(suffix)]
+        ranked = ranked[:limit]
+        visitors = self.visitors(site, "refpage", start_ms, end_ms, [v for v, _ in ranked])
+        return [Row(v.removesuffix(suffix), pv, uv) for (v, pv), uv in zip(ranked, visitors, strict=True)]
 
     def flows(self, site: str, start_ms: int, end_ms: int, limit: int = 50) -> list[tuple[str, str, int]]:
         """Top referrer→page pairs ``(referrer, page, page views)`` (for a Sankey diagram)."""

@@ -26,6 +26,7 @@ from api.query import history
 from api.query.params import BATCH_ONLY_DIMENSIONS, MAX_LIMIT, Filter, Range
 from api.query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
 from realtime.keys import DIMENSIONS as REALTIME_DIMENSIONS
+from realtime.keys import REFPAGE_SEPARATOR
 from realtime.queries import QueryError, RealtimeQueries
 
 MAX_BUCKETS = 5000
@@ -255,27 +256,23 @@ class QueryService:
         days = {p.day for p in pieces if p.source == "batch" and p.day}
         merged = history.breakdown(self.db, site.site_id, dim, days, ref=ref, page=path)
         realtime = [p for p in pieces if p.source == "realtime"]
+        rankings: list[tuple[Piece, dict[str, tuple[str, int]]]] = []
         if realtime and dim in BATCH_ONLY_DIMENSIONS:
             notes.append(f"{dim} needs sessions, which only the nightly rollup builds: recent days are not included")
         elif realtime and dim in REALTIME_DIMENSIONS:
-            for p in realtime:
-                start, end = ms(p.start), ms(p.end)
-                if ref is not None:
-                    rows = self.rt.referrer_pages(site.site_id, ref, start, end, REALTIME_TOP)
-                elif path is not None:
-                    rows = self.rt.page_referrers(site.site_id, path, start, end, REALTIME_TOP)
-                else:
-                    rows = self.rt.top(site.site_id, dim, start, end, REALTIME_TOP)
-                for row in rows:
-                    sums = merged.setdefault(row.value, history.Sums())
-                    sums.pageviews += row.pageviews
-                    sums.visitors += row.visitors
+            rankings = [(p, self._realtime_ranking(site.site_id, dim, p, ref, path)) for p in realtime]
+            for _, ranking in rankings:
+                for value, (_, pageviews) in ranking.items():
+                    merged.setdefault(value, history.Sums()).pageviews += pageviews
             notes.append(f"realtime part: the top {REALTIME_TOP} values of each period")
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         notes.append(self._visitor_note(pieces, rng))
         ranked = sorted(merged.items(), key=lambda kv: (-kv[1].pageviews, kv[0]))
         chosen = ranked[(page - 1) * limit : page * limit]
+        if rankings and chosen:
+            redis_dim = "refpage" if ref is not None or path is not None else dim
+            self._add_realtime_visitors(site.site_id, redis_dim, rankings, chosen)
         return {
             "site_id": site.site_id,
             "from": _iso(rng.start),
@@ -288,6 +285,36 @@ class QueryService:
             "total": len(ranked),
             "sources": self._sources(pieces, site, notes),
         }
+
+    def _realtime_ranking(
+        self, site_id: str, dim: str, piece: Piece, ref: str | None, path: str | None
+    ) -> dict[str, tuple[str, int]]:
+        """The piece's top values by page views: shown value → (value in Redis, page views)."""
+        start, end = ms(piece.start), ms(piece.end)
+        if ref is not None:
+            prefix = f"{ref}{REFPAGE_SEPARATOR}"
+            ranked = self.rt.ranking(site_id, "refpage", start, end, REALTIME_TOP, prefix=prefix)
+            return {member.removeprefix(prefix): (member, pv) for member, pv in ranked}
+        if path is not None:
+            suffix = f"{REFPAGE_SEPARATOR}{path}"
+            ranked = self.rt.ranking(site_id, "refpage", start, end, REALTIME_TOP)
+            return {m.removesuffix(suffix): (m, pv) for m, pv in ranked if m.endswith(suffix)}
+        return {value: (value, pv) for value, pv in self.rt.ranking(site_id, dim, start, end, REALTIME_TOP)}
+
+    def _add_realtime_visitors(
+        self,
+        site_id: str,
+        redis_dim: str,
+        rankings: list[tuple[Piece, dict[str, tuple[str, int]]]],
+        chosen: list[tuple[str, history.Sums]],
+    ) -> None:
+        """Add each realtime piece's HLL visitors to the rows shown (only those: one PFCOUNT
+        over the piece's minutes per row, so not for the whole ranking)."""
+        for p, ranking in rankings:
+            shown = [(sums, ranking[value][0]) for value, sums in chosen if value in ranking]
+            counts = self.rt.visitors(site_id, redis_dim, ms(p.start), ms(p.end), [m for _, m in shown])
+            for (sums, _), count in zip(shown, counts, strict=True):
+                sums.visitors += count
 
     # -- right now -----------------------------------------------------------------------
 
