@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from zoneinfo import available_timezones
 
 from django.core.exceptions import ValidationError
@@ -13,9 +10,10 @@ from django.db import models
 from django.utils import timezone as dj_timezone
 
 from collector.salts import SALT_POLICIES
+from footfall import tokens
 
 SCOPES = ("read", "ingest")
-KEY_PREFIX = "ff_"
+KEY_KIND = "ff"  # API keys read ff_<prefix>_<random> (footfall.tokens)
 
 
 def validate_timezone(value: str) -> None:
@@ -95,29 +93,24 @@ class ApiKey(models.Model):
     def __str__(self) -> str:
         return f"{self.site_id}:{self.name} ({self.prefix}…)"
 
-    @staticmethod
-    def _hash(key: str) -> str:
-        return hashlib.sha256(key.encode()).hexdigest()
-
     @classmethod
     def issue(cls, site: Site, name: str, scopes: list[str]) -> tuple[ApiKey, str]:
         """Create a key; return the row and the plaintext key (never stored)."""
         bad = set(scopes) - set(SCOPES)
         if bad or not scopes:
             raise ValueError(f"scopes must be a non-empty subset of {SCOPES}, got {scopes}")
-        prefix = secrets.token_hex(6)
-        key = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
-        row = cls.objects.create(site=site, name=name, prefix=prefix, key_hash=cls._hash(key), scopes=sorted(scopes))
-        return row, key
+        new = tokens.issue(KEY_KIND, 32)
+        row = cls.objects.create(site=site, name=name, prefix=new.prefix, key_hash=new.digest, scopes=sorted(scopes))
+        return row, new.token
 
     @classmethod
     def authenticate(cls, key: str) -> ApiKey | None:
         """The live key matching ``key``, or None (unknown, malformed or revoked)."""
-        parts = key.split("_")
-        if len(parts) < 3 or f"{parts[0]}_" != KEY_PREFIX or len(key) > 200:
+        prefix = tokens.prefix_of(key, KEY_KIND)
+        if prefix is None:
             return None
-        row = cls.objects.select_related("site").filter(prefix=parts[1], revoked_at__isnull=True).first()
-        if row is None or not hmac.compare_digest(row.key_hash, cls._hash(key)):
+        row = cls.objects.select_related("site").filter(prefix=prefix, revoked_at__isnull=True).first()
+        if row is None or not tokens.matches(row.key_hash, key):
             return None
         return row
 

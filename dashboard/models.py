@@ -8,17 +8,14 @@ it is revoked; like API keys, only a SHA-256 of its random token is stored.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
-
 from django.conf import settings
 from django.db import models
 from django.utils import timezone as dj_timezone
 
 from collector.models import Site
+from footfall import tokens
 
-TOKEN_PREFIX = "fs_"  # noqa: S105 - a public prefix, not a secret
+TOKEN_KIND = "fs"  # noqa: S105 - share links read fs_<prefix>_<random> (footfall.tokens), not a secret
 
 
 class SiteAccess(models.Model):
@@ -51,28 +48,23 @@ class ShareLink(models.Model):
         state = "revoked" if self.revoked_at else "live"
         return f"{self.site_id}:{self.label or 'share'} ({self.prefix}…, {state})"
 
-    @staticmethod
-    def _hash(token: str) -> str:
-        return hashlib.sha256(token.encode()).hexdigest()
-
     @classmethod
     def issue(cls, site: Site, label: str = "", created_by: object = None) -> tuple[ShareLink, str]:
         """Create a link; return the row and its token (shown once, never stored)."""
-        prefix = secrets.token_hex(6)
-        token = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(24)}"
+        new = tokens.issue(TOKEN_KIND, 24)
         row = cls.objects.create(
-            site=site, label=label, prefix=prefix, token_hash=cls._hash(token), created_by=created_by
+            site=site, label=label, prefix=new.prefix, token_hash=new.digest, created_by=created_by
         )
-        return row, token
+        return row, new.token
 
     @classmethod
     def resolve(cls, token: str) -> ShareLink | None:
         """The live link of ``token``, or None (unknown, malformed or revoked)."""
-        parts = token.split("_")
-        if len(parts) < 3 or f"{parts[0]}_" != TOKEN_PREFIX or len(token) > 200:
+        prefix = tokens.prefix_of(token, TOKEN_KIND)
+        if prefix is None:
             return None
-        row = cls.objects.select_related("site").filter(prefix=parts[1], revoked_at__isnull=True).first()
-        if row is None or not hmac.compare_digest(row.token_hash, cls._hash(token)):
+        row = cls.objects.select_related("site").filter(prefix=prefix, revoked_at__isnull=True).first()
+        if row is None or not tokens.matches(row.token_hash, token):
             return None
         return row
 

@@ -27,8 +27,7 @@ from string import Template
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from playwright.sync_api import Browser, BrowserContext, Page, Request, sync_playwright
-from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Browser, BrowserContext, Page, Request
 from pytest_django.live_server_helper import LiveServer
 
 from collector.models import Site
@@ -36,19 +35,8 @@ from collector.runtime import get_ingestor
 from footfall.config import Config
 from footfall.events import Event, InvalidEvent, decode
 from footfall.kafka_client import consumer_config
+from tests.integration.chromium import chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    # No internet here: without these Chromium floods the log with refused connections.
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WAIT_S = 30.0  # the bound of every wait for an event on Kafka
 SETTLE_S = 1.5  # how long to keep listening for events that must *not* arrive
 PAGE_TEMPLATE = Template((Path(__file__).parent / "browser" / "page.html").read_text(encoding="utf-8"))
@@ -244,20 +232,8 @@ def kafka_events(cfg: Config, site: TrackedSite) -> Iterator[KafkaTail]:
 def browser(site: TrackedSite) -> Iterator[Browser]:
     """Debian's Chromium through Playwright (started after, and stopped before, the ORM work
     of ``site``: Playwright's event loop in this thread would make Django refuse queries)."""
-    if not CHROMIUM.is_file():
-        pytest.fail(
-            f"{CHROMIUM} not found: the tracker tests need Debian's chromium package. Install it with "
-            "`python -m deploy.local.stack start chromium` (deploy/local/test.sh does it) "
-            "or `apt-get install chromium`",
-            pytrace=False,
-        )
-    with sync_playwright() as pw:
-        try:
-            chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        except PlaywrightError as exc:
-            pytest.fail(f"could not launch {CHROMIUM} with Playwright: {exc}", pytrace=False)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @dataclass

@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.contrib.auth import get_user_model
 from django.db import connection
-from playwright.sync_api import Browser, BrowserContext, Locator, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Locator, Page
 from playwright.sync_api import Error as PlaywrightError
 from pytest_django.live_server_helper import LiveServer
 
@@ -34,11 +34,9 @@ from dashboard.models import ShareLink, SiteAccess
 from footfall.config import Config
 from footfall.events import Event
 from historical.store import connect
+from tests.integration.chromium import chromium
 from tests.integration.dashboard import traffic as gen
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 SCREENSHOTS = Path(__file__).resolve().parents[3] / "artifacts" / "screenshots"
 LAPTOP = {"width": 1366, "height": 860}
 PHONE = {"width": 390, "height": 844}
@@ -139,16 +137,8 @@ def orm(fn: Callable[[], T]) -> T:
 @pytest.fixture
 def browser(accounts: Accounts) -> Iterator[Browser]:
     """Debian's Chromium through Playwright, started after the ORM work of ``accounts``."""
-    if not CHROMIUM.is_file():
-        pytest.fail(f"{CHROMIUM} not found: install it with `python -m deploy.local.stack start chromium`",
-                    pytrace=False)  # fmt: skip
-    with sync_playwright() as pw:
-        try:
-            chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        except PlaywrightError as exc:
-            pytest.fail(f"could not launch {CHROMIUM} with Playwright: {exc}", pytrace=False)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 WATCH = """(() => {
