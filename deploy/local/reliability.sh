@@ -28,5 +28,5 @@ trap cleanup EXIT
 eval "$("$py" -m deploy.local.stack env)"
 status=0
 "$py" -m pytest tests/reliability -m reliability -p no:cacheprovider "$@" || status=$?
-"$py" -m tests.reliability.report --write docs/reliability.md
+"$py" -m tests.reliability.report --scale full --write docs/reliability.md
 exit $status

@@ -6,11 +6,16 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from footfall.config import Config
 from footfall.events import Event, encode
 from footfall.kafka_client import consumer_config, producer_config
+
+NO_LEADER_YET = {
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._UNKNOWN_PARTITION,
+}  # fmt: skip
 
 
 class TopicTail:
@@ -20,11 +25,21 @@ class TopicTail:
         self.topic = topic
         self.consumer = Consumer(consumer_config(cfg, f"tail-{uuid.uuid4().hex}"))
         partitions = self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        self.start = [
-            TopicPartition(topic, p, self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
-            for p in partitions
-        ]
+        self.start = [TopicPartition(topic, p, self._high(TopicPartition(topic, p))) for p in partitions]
         self.consumer.assign(self.start)
+
+    def _high(self, tp: TopicPartition, timeout: float = 30.0) -> int:
+        """The partition's end offset; a topic created a moment ago may have no leader yet (a
+        retriable "not leader" on a busy broker), so that is retried for up to ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return int(self.consumer.get_watermark_offsets(tp, timeout=10)[1])
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not (err.retriable() or err.code() in NO_LEADER_YET) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def read(
         self, want: Callable[[Message], bool], count: int, timeout: float = 30.0, settle: float = 0.0

@@ -39,6 +39,7 @@ class Row:
     notes: str = ""
     scale: str = field(default_factory=lambda: "full" if FULL else "ci")
     seconds: float = 0.0
+    test: str = ""  # the pytest node id that measured the row (set by ``Results.record``)
 
 
 class Results:
@@ -49,6 +50,8 @@ class Results:
 
     def record(self, row: Row, started: float) -> None:
         row.seconds = round(time.monotonic() - started, 1)
+        # "tests/reliability/test_x.py::test_y (call)": names the test, so the table can say how to reproduce it.
+        row.test = row.test or os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
         self.rows.append(row)
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         with RESULTS.open("a") as out:

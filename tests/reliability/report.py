@@ -1,7 +1,8 @@
 """Render the reliability results (artifacts/reliability/results.jsonl) as a Markdown table.
 
-``python -m tests.reliability.report [--write docs/reliability.md]``: the latest row per
-scenario and scale, printed; with ``--write``, the table replaces the marked block of the file.
+``python -m tests.reliability.report [--scale full] [--write docs/reliability.md]``: the latest
+row per scenario and scale (only the given scale with ``--scale``), printed; with ``--write``,
+the table replaces the marked block of the file. Each row names the command that reproduces it.
 """
 
 from __future__ import annotations
@@ -14,17 +15,32 @@ from pathlib import Path
 from tests.reliability.conftest import RESULTS
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
-COLUMNS = ["scenario", "scale", "load", "faults", "sent", "lost", "duplicated", "errors_5xx", "seconds", "notes", "at"]
+COLUMNS = [
+    "scenario", "scale", "load", "faults", "sent", "lost", "duplicated", "errors_5xx", "seconds", "notes", "at",
+    "reproduce",
+]  # fmt: skip
 
 
-def latest_rows(path: Path = RESULTS) -> list[dict]:
+def latest_rows(path: Path = RESULTS, scale: str | None = None) -> list[dict]:
+    """The last row recorded for each (scenario, scale), of ``scale`` only if given."""
     rows: dict[tuple[str, str], dict] = {}
     if path.exists():
         for line in path.read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
-                rows[(row["scenario"], row["scale"])] = row
+                if scale is None or row["scale"] == scale:
+                    rows[(row["scenario"], row["scale"])] = row
     return sorted(rows.values(), key=lambda r: (r["scenario"], r["scale"]))
+
+
+def reproduce(row: dict) -> str:
+    """The command that measures ``row`` again (rows recorded before the test id was kept have none)."""
+    test = row.get("test", "").rpartition("::")[2]
+    if not test:
+        return ""
+    if row["scale"] == "full":
+        return f"`deploy/local/reliability.sh -k {test}`"
+    return f"`python -m pytest tests/reliability -m reliability -k {test}` (stack env)"
 
 
 def table(rows: list[dict]) -> str:
@@ -32,15 +48,19 @@ def table(rows: list[dict]) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(cell(row.get(c, "")) for c in COLUMNS) + " |" for row in rows]
+    lines += [
+        "| " + " | ".join(cell(reproduce(row) if c == "reproduce" else row.get(c, "")) for c in COLUMNS) + " |"
+        for row in rows
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", type=Path, help="Markdown file whose results block is replaced")
+    parser.add_argument("--scale", choices=["ci", "full"], help="only the rows measured at this size")
     args = parser.parse_args(argv)
-    rendered = table(latest_rows())
+    rendered = table(latest_rows(scale=args.scale))
     print(rendered)
     if args.write:
         text = args.write.read_text() if args.write.exists() else f"{BEGIN}\n{END}\n"
