@@ -41,6 +41,11 @@ def consumer_config(cfg: Config, group_id: str, **overrides: object) -> dict[str
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
         "partition.assignment.strategy": "cooperative-sticky",
+        # Also the rebalance timeout librdkafka sends with JoinGroup: how long a rejoin may wait
+        # for members that do not come back. A rejoin after a broker restart was seen stalled for
+        # over three minutes (default 300 s; cause not proven). Our loops poll every few seconds,
+        # so 120 s still only catches a stuck consumer.
+        "max.poll.interval.ms": 120_000,
         "logger": KAFKA_LOG,
         **overrides,
     }
