@@ -31,6 +31,7 @@ from pytest_django.live_server_helper import LiveServer
 
 from collector.models import ApiKey, Site
 from dashboard.models import ShareLink, SiteAccess
+from dashboard.tables import VALUE_TITLES
 from footfall.config import Config
 from footfall.events import Event
 from historical.store import connect
@@ -206,6 +207,24 @@ def plot_data(page: Page, selector: str) -> list[dict]:
     plot = f"{selector} .js-plotly-plot"
     assert page.locator(plot).count() == 1, f"{plot} is not drawn (yet)"
     return page.eval_on_selector(plot, "el => JSON.parse(JSON.stringify(el.data || []))")
+
+
+def choose_dimension(page: Page, key: str) -> None:
+    """Pick a breakdown dimension and wait until the table shows it (its first column's title):
+    until then the previous dimension's rows are still on screen."""
+    title = VALUE_TITLES[key]
+    for attempt in range(3):
+        page.click(f"#hist-dim label:has(input[value={key}])")
+        try:
+            page.wait_for_function(
+                "t => { const th = document.querySelector('#hist-table th'); return th && th.innerText.trim() === t; }",
+                arg=title,
+                timeout=20_000,
+            )
+            return
+        except PlaywrightError:
+            if attempt == 2:
+                raise
 
 
 def click_row(page: Page, cell: Locator, shows: str, attempts: int = 3) -> None:

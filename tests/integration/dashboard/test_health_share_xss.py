@@ -9,6 +9,7 @@ from tests.integration.dashboard.conftest import (
     PHONE,
     Accounts,
     Traffic,
+    choose_dimension,
     click_row,
     eventually,
     number,
@@ -97,8 +98,8 @@ def test_script_payloads_in_urls_referrers_and_titles_do_not_run(
     page.click("#nav-history")
     page.wait_for_selector("#hist-range-label:has-text('7 days')")
     eventually(lambda: _assert_has(table(page, "#hist-table"), XSS_PATHS))
-    for dimension in ("Referrers", "Referrer URLs"):
-        page.click(f"#hist-dim label:has-text('{dimension}')")
+    for dimension in ("referrers", "referrer_urls"):
+        choose_dimension(page, dimension)
         page.wait_for_selector(f"#hist-table td:has-text('{XSS_MARK}')")
     javascript_referrer = page.locator("#hist-table td").filter(has_text=XSS_REFERRERS[0][0])
     click_row(page, javascript_referrer, "#hist-filter-label:has-text('javascript:')")

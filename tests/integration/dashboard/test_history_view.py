@@ -15,6 +15,7 @@ from tests.integration.dashboard.conftest import (
     PHONE,
     Accounts,
     Traffic,
+    choose_dimension,
     click_row,
     eventually,
     open_tab,
@@ -36,10 +37,6 @@ def _rows(api_rows: list[dict]) -> list[list[str]]:
 
 def _series(page: Page) -> list[float | None]:
     return plot_data(page, "#hist-series")[-1]["y"]  # the current period is drawn last
-
-
-def _choose_dimension(page: Page, label: str) -> None:
-    page.click(f"#hist-dim label:has-text('{label}')")
 
 
 def test_history_equals_the_api_with_drilldown_and_csv(browser: Browser, accounts: Accounts, traffic: Traffic) -> None:
@@ -65,7 +62,7 @@ def test_history_equals_the_api_with_drilldown_and_csv(browser: Browser, account
     eventually(lambda: _assert_equal(table(page, "#hist-table")[:15], _rows(pages["results"])[:15]))
 
     # Drill down: the top referrer's row filters the chart and shows the pages it sends traffic to.
-    _choose_dimension(page, "Referrers")
+    choose_dimension(page, "referrers")
     refs = accounts.api(site, "breakdown/referrers", limit=100, **rng.api_params())
     eventually(lambda: _assert_equal(table(page, "#hist-table"), _rows(refs["results"])))
     top_ref = next(r["value"] for r in refs["results"] if r["value"] != "(direct)")
