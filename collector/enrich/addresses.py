@@ -31,14 +31,19 @@ _V4: Final = socket.AF_INET
 _V6: Final = socket.AF_INET6
 
 
-def parse_ip(text: str) -> IPAddress | None:
-    """The address spelled by ``text`` (no surrounding spaces), or ``None`` if it is none."""
+def _pton(text: str) -> tuple[int, bytes | None]:
+    """The address family ``text`` would be, and its packed form if the C parser takes it."""
     family = _V6 if ":" in text else _V4
     try:
-        packed = socket.inet_pton(family, text)
+        return family, socket.inet_pton(family, text)
     except (OSError, ValueError, UnicodeError):  # not an address for the C parser (ValueError: a NUL byte)
-        pass
-    else:
+        return family, None
+
+
+def parse_ip(text: str) -> IPAddress | None:
+    """The address spelled by ``text`` (no surrounding spaces), or ``None`` if it is none."""
+    family, packed = _pton(text)
+    if packed is not None:
         return ipaddress.IPv4Address(packed) if family == _V4 else ipaddress.IPv6Address(packed)
     try:
         return ipaddress.ip_address(text)
@@ -63,12 +68,8 @@ def parse(text: str) -> ParsedIP | None:
     groups as ``::``) except the forms it writes with a dotted IPv4 tail (IPv4-mapped and
     -compatible addresses), which ``ipaddress`` writes in hex on 3.11: those are spelled by
     ``ipaddress``. Anything else (an IPv6 scope id) goes through :func:`parse_ip`."""
-    family = _V6 if ":" in text else _V4
-    try:
-        packed = socket.inet_pton(family, text)
-    except (OSError, ValueError, UnicodeError):  # not an address for the C parser (ValueError: a NUL byte)
-        pass
-    else:
+    family, packed = _pton(text)
+    if packed is not None:
         number = int.from_bytes(packed, "big")
         spelled = socket.inet_ntop(family, packed)
         if family == _V4:
