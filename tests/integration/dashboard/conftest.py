@@ -228,11 +228,16 @@ def choose_dimension(page: Page, key: str) -> None:
 
 
 def click_row(page: Page, cell: Locator, shows: str, attempts: int = 3) -> None:
-    """Click a table cell until ``shows`` appears. A click that lands while the table is being
-    re-rendered (its previous query's answer arriving) is lost, as it would be for a person,
-    who clicks again; a click that never takes effect still fails."""
+    """Click a table cell until ``shows`` appears.
+
+    A click waits until Dash has no callback in flight (a table being re-rendered can drop it,
+    as it would for a person, who clicks again). A retry clicks the next cell of the same row:
+    clicking the cell that is already active changes nothing, so Dash would not call back,
+    while any cell of a row filters by that row. A click that never takes effect still fails."""
     for attempt in range(attempts):
-        cell.first.click()
+        page.wait_for_function("() => !document.querySelector('[data-dash-is-loading]')", timeout=20_000)
+        target = cell.first if attempt % 2 == 0 else cell.first.locator("xpath=following-sibling::td[1]")
+        target.click()
         try:
             page.wait_for_selector(shows, timeout=20_000)
             return

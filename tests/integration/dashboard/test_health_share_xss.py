@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, Page
 
 from dashboard import messages
 from tests.integration.dashboard.conftest import (
@@ -90,8 +90,8 @@ def test_script_payloads_in_urls_referrers_and_titles_do_not_run(
     page.wait_for_selector("#live-status:has-text('Updated')")
     eventually(lambda: _assert_has(table(page, "#live-top-pages"), XSS_PATHS))
     assert {row[0] for row in table(page, "#live-top-refs")} == {domain for _, domain in XSS_REFERRERS}
-    sankey_labels = page.eval_on_selector_all("#live-flows .sankey-node text", "els => els.map(e => e.textContent)")
-    assert any("<svg/onload" in label for label in sankey_labels), sankey_labels
+    # Plotly draws the Sankey after Dash has filled the tables: wait for its nodes too.
+    eventually(lambda: _assert_sankey_shows_payload_as_text(page))
     page.locator("#live-flows .sankey-node").first.hover()  # hover labels render the values too
     tab.screenshot("xss-live")
 
@@ -113,3 +113,8 @@ def test_script_payloads_in_urls_referrers_and_titles_do_not_run(
 
 def _assert_has(rows: list[list[str]], values: list[str]) -> None:
     assert set(values) <= {row[0] for row in rows}, rows
+
+
+def _assert_sankey_shows_payload_as_text(page: Page) -> None:
+    labels = page.eval_on_selector_all("#live-flows .sankey-node text", "els => els.map(e => e.textContent)")
+    assert any("<svg/onload" in label for label in labels), labels
