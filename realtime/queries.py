@@ -12,12 +12,21 @@ once per range, within HLL's ~0.81 % standard error — never a sum of per-minut
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from redis.client import Pipeline
 
 from realtime.keys import ACTIVE_WINDOW_MS, DIMENSIONS, REFPAGE_SEPARATOR
 from realtime.store import CounterStore
 from realtime.trends import Rising, rank_rising
+
+T = TypeVar("T")
+# A read queued on a pipeline: takes the pipeline's answers (an iterator, in queue order),
+# consumes exactly its own, and returns the parsed value. Queuing several reads before one
+# execute() is how a view that needs many of them costs one round trip.
+Parse = Callable[[Iterator[Any]], T]
 
 METRICS = ("pageviews", "visitors", "events", "bot_events")
 INTERVALS = {"minute": 1, "hour": 60}
@@ -39,6 +48,20 @@ class Row:
     visitors: int
 
 
+@dataclass(frozen=True, slots=True)
+class LiveView:
+    """What the live view shows, read by :meth:`RealtimeQueries.live` in two round trips."""
+
+    pageviews_per_minute: list[tuple[int, int]]
+    totals: dict[str, int]
+    concurrent: int
+    top_pages: list[Row]
+    top_referrers: list[Row]
+    rising_pages: list[Rising]
+    rising_referrers: list[Rising]
+    flows: list[tuple[str, str, int]]
+
+
 def _minutes(start_ms: int, end_ms: int) -> range:
     if end_ms <= start_ms:
         raise QueryError("to", "must be after from")
@@ -58,10 +81,20 @@ def _num(raw: object) -> int:
 
 
 class RealtimeQueries:
+    """Each public read is one round trip (``top`` two), built from ``_queue_*`` helpers that
+    queue commands on a pipeline and return a :data:`Parse` for their answers."""
+
     def __init__(self, store: CounterStore) -> None:
         self.store = store
         self.client = store.client
         self.layout = store.layout
+
+    def _run(self, queue: Callable[[Pipeline], Parse[T]]) -> T:
+        pipe = self.client.pipeline(transaction=False)
+        parse = queue(pipe)
+        return parse(iter(pipe.execute()))
+
+    # -- time series and totals ------------------------------------------------------------
 
     def timeseries(
         self,
@@ -73,6 +106,18 @@ class RealtimeQueries:
         filter_: tuple[str, str] | None = None,
     ) -> list[tuple[int, int]]:
         """``[(bucket start ms, value)]`` for every bucket of the range, zeros included."""
+        return self._run(lambda pipe: self._queue_timeseries(pipe, site, metric, start_ms, end_ms, interval, filter_))
+
+    def _queue_timeseries(
+        self,
+        pipe: Pipeline,
+        site: str,
+        metric: str,
+        start_ms: int,
+        end_ms: int,
+        interval: str,
+        filter_: tuple[str, str] | None,
+    ) -> Parse[list[tuple[int, int]]]:
         if metric not in METRICS:
             raise QueryError("metric", f"must be one of {', '.join(METRICS)}")
         if interval not in INTERVALS:
@@ -86,7 +131,6 @@ class RealtimeQueries:
         buckets = [
             range(m, min(m - m % step + step, minutes.stop)) for m in minutes if m == minutes.start or m % step == 0
         ]
-        pipe = self.client.pipeline(transaction=False)
         for bucket in buckets:
             if metric == "visitors":
                 keys = [
@@ -102,17 +146,20 @@ class RealtimeQueries:
                         pipe.hget(self.layout.counters(site, m), "events" if metric == "events" else metric)
                         if metric == "events":
                             pipe.hget(self.layout.counters(site, m), "bot_events")
-        raw = iter(pipe.execute())
-        points = []
-        for bucket in buckets:
-            if metric == "visitors":
-                value = _num(next(raw))
-            elif metric == "events":
-                value = sum(_num(next(raw)) - _num(next(raw)) for _ in bucket)
-            else:
-                value = sum(_num(next(raw)) for _ in bucket)
-            points.append((bucket.start * 60_000, value))
-        return points
+
+        def parse(raw: Iterator[Any]) -> list[tuple[int, int]]:
+            points = []
+            for bucket in buckets:
+                if metric == "visitors":
+                    value = _num(next(raw))
+                elif metric == "events":
+                    value = sum(_num(next(raw)) - _num(next(raw)) for _ in bucket)
+                else:
+                    value = sum(_num(next(raw)) for _ in bucket)
+                points.append((bucket.start * 60_000, value))
+            return points
+
+        return parse
 
     def spans(
         self, site: str, metric: str, spans: list[tuple[int, int]], filter_: tuple[str, str] | None = None
@@ -126,6 +173,8 @@ class RealtimeQueries:
         if filter_ is not None:
             _check_dim(filter_[0], "filters")
         ranges = [_minutes(start, end) for start, end in spans]
+        if not ranges:
+            return []
         pipe = self.client.pipeline(transaction=False)
         for minutes in ranges:
             if metric == "visitors":
@@ -139,23 +188,32 @@ class RealtimeQueries:
                         pipe.zscore(self.layout.top(site, m, filter_[0]), filter_[1])
                     else:
                         pipe.hget(self.layout.counters(site, m), "pageviews")
-        raw = iter(pipe.execute() if ranges else [])
+        raw = iter(pipe.execute())
         if metric == "visitors":
             return [_num(next(raw)) for _ in ranges]
         return [sum(_num(next(raw)) for _ in minutes) for minutes in ranges]
 
     def totals(self, site: str, start_ms: int, end_ms: int) -> dict[str, int]:
         """Page views, events (bots excluded), bot events and unique visitors of the range."""
+        return self._run(lambda pipe: self._queue_totals(pipe, site, start_ms, end_ms))
+
+    def _queue_totals(self, pipe: Pipeline, site: str, start_ms: int, end_ms: int) -> Parse[dict[str, int]]:
         minutes = _minutes(start_ms, end_ms)
-        pipe = self.client.pipeline(transaction=False)
         for m in minutes:
             pipe.hmget(self.layout.counters(site, m), "pageviews", "events", "bot_events")
         pipe.pfcount(*[self.layout.visitors(site, m) for m in minutes])
-        *rows, visitors = pipe.execute()
-        pv = sum(_num(r[0]) for r in rows)
-        bots = sum(_num(r[2]) for r in rows)
-        events = sum(_num(r[1]) for r in rows) - bots
-        return {"pageviews": pv, "events": events, "bot_events": bots, "visitors": int(visitors)}
+
+        def parse(raw: Iterator[Any]) -> dict[str, int]:
+            rows = [next(raw) for _ in minutes]
+            visitors = next(raw)
+            pv = sum(_num(r[0]) for r in rows)
+            bots = sum(_num(r[2]) for r in rows)
+            events = sum(_num(r[1]) for r in rows) - bots
+            return {"pageviews": pv, "events": events, "bot_events": bots, "visitors": int(visitors)}
+
+        return parse
+
+    # -- rankings --------------------------------------------------------------------------
 
     def ranking(
         self, site: str, dim: str, start_ms: int, end_ms: int, limit: int = 10, prefix: str | None = None
@@ -165,30 +223,44 @@ class RealtimeQueries:
         ``prefix`` keeps only values starting with it (used for referrer→page pairs). No
         visitors: those cost a PFCOUNT over every minute per value (:meth:`visitors`), so
         callers count them only for the rows they show."""
+        return self._run(lambda pipe: self._queue_ranking(pipe, site, dim, start_ms, end_ms, limit, prefix))
+
+    def _queue_ranking(
+        self, pipe: Pipeline, site: str, dim: str, start_ms: int, end_ms: int, limit: int, prefix: str | None = None
+    ) -> Parse[list[tuple[str, int]]]:
         _check_dim(dim)
         if not 1 <= limit <= 1000:
             raise QueryError("limit", "must be between 1 and 1000")
         minutes = _minutes(start_ms, end_ms)
         # One ZUNION sums the minutes' sorted sets inside Redis: ~10x cheaper than reading
         # every minute's members and summing them here (a day is 1,440 keys).
-        members = self.client.zunion([self.layout.top(site, m, dim) for m in minutes], withscores=True)
-        totals: dict[str, int] = {}
-        for member, score in members:
-            value = member.decode() if isinstance(member, bytes) else member
-            if prefix is None or value.startswith(prefix):
-                totals[value] = int(score)
-        return sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        pipe.zunion([self.layout.top(site, m, dim) for m in minutes], withscores=True)
+
+        def parse(raw: Iterator[Any]) -> list[tuple[str, int]]:
+            totals: dict[str, int] = {}
+            for member, score in next(raw):
+                value = member.decode() if isinstance(member, bytes) else member
+                if prefix is None or value.startswith(prefix):
+                    totals[value] = int(score)
+            return sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+        return parse
 
     def visitors(self, site: str, dim: str, start_ms: int, end_ms: int, values: Sequence[str]) -> list[int]:
         """Unique visitors (HyperLogLog) of each of ``values`` of ``dim`` over the range, in one round trip."""
-        _check_dim(dim)
         if not values:
+            _check_dim(dim)
             return []
+        return self._run(lambda pipe: self._queue_visitors(pipe, site, dim, start_ms, end_ms, values))
+
+    def _queue_visitors(
+        self, pipe: Pipeline, site: str, dim: str, start_ms: int, end_ms: int, values: Sequence[str]
+    ) -> Parse[list[int]]:
+        _check_dim(dim)
         minutes = _minutes(start_ms, end_ms)
-        pipe = self.client.pipeline(transaction=False)
         for value in values:
             pipe.pfcount(*[self.layout.dim_visitors(site, m, dim, value) for m in minutes])
-        return [int(n) for n in pipe.execute()]
+        return lambda raw: [int(next(raw)) for _ in values]
 
     def top(
         self, site: str, dim: str, start_ms: int, end_ms: int, limit: int = 10, prefix: str | None = None
@@ -196,7 +268,7 @@ class RealtimeQueries:
         """The ``limit`` values of ``dim`` with most page views in the range, with visitors."""
         ranked = self.ranking(site, dim, start_ms, end_ms, limit, prefix)
         visitors = self.visitors(site, dim, start_ms, end_ms, [value for value, _ in ranked])
-        return [Row(value, pv, uv) for (value, pv), uv in zip(ranked, visitors, strict=True)]
+        return _rows(ranked, visitors)
 
     def referrer_pages(self, site: str, ref_domain: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
         """Which pages the referrer ``ref_domain`` (``(direct)`` for none) drives traffic to."""
@@ -214,38 +286,103 @@ class RealtimeQueries:
 
     def flows(self, site: str, start_ms: int, end_ms: int, limit: int = 50) -> list[tuple[str, str, int]]:
         """Top referrer→page pairs ``(referrer, page, page views)`` (for a Sankey diagram)."""
-        rows = self.top(site, "refpage", start_ms, end_ms, limit)
-        return [(*r.value.split(REFPAGE_SEPARATOR, 1), r.pageviews) for r in rows]
+        return _flows(self.top(site, "refpage", start_ms, end_ms, limit))
 
     def concurrent(self, site: str, now_ms: int) -> int:
         """Visitors with an event in the last five minutes (event time)."""
-        return int(self.client.zcount(self.layout.active(site), now_ms - ACTIVE_WINDOW_MS, "+inf"))
+        return self._run(lambda pipe: self._queue_concurrent(pipe, site, now_ms))
+
+    def _queue_concurrent(self, pipe: Pipeline, site: str, now_ms: int) -> Parse[int]:
+        pipe.zcount(self.layout.active(site), now_ms - ACTIVE_WINDOW_MS, "+inf")
+        return lambda raw: int(next(raw))
 
     def rising(
         self, site: str, dim: str, now_ms: int, recent_minutes: int = 10, baseline_minutes: int = 180, limit: int = 10
     ) -> list[Rising]:
         """Values of ``dim`` rising now against their own recent baseline (see :mod:`realtime.trends`)."""
+        return self._run(
+            lambda pipe: self._queue_rising(pipe, site, dim, now_ms, recent_minutes, baseline_minutes, limit)
+        )
+
+    def _queue_rising(
+        self,
+        pipe: Pipeline,
+        site: str,
+        dim: str,
+        now_ms: int,
+        recent_minutes: int = 10,
+        baseline_minutes: int = 180,
+        limit: int = 10,
+    ) -> Parse[list[Rising]]:
         _check_dim(dim)
         if baseline_minutes % recent_minutes:
             raise QueryError("baseline_minutes", "must be a multiple of recent_minutes")
         end = now_ms // 60_000
         first = end - recent_minutes - baseline_minutes
         blocks = baseline_minutes // recent_minutes
-        # One ZUNION per block of ``recent_minutes`` sums that block's minutes inside Redis,
-        # in one round trip: 19 short answers instead of 190 whole sorted sets.
-        pipe = self.client.pipeline(transaction=False)
+        # One ZUNION per block of ``recent_minutes`` sums that block's minutes inside Redis:
+        # 19 short answers instead of 190 whole sorted sets.
         for block in range(blocks + 1):
             start = first + block * recent_minutes
             keys = [self.layout.top(site, m, dim) for m in range(start, start + recent_minutes)]
             pipe.zunion(keys, withscores=True)
-        per_block = pipe.execute()
-        baseline: dict[str, list[int]] = defaultdict(lambda: [0] * blocks)
-        recent: dict[str, int] = {}
-        for block, members in enumerate(per_block):
-            for member, score in members:
-                value = member.decode() if isinstance(member, bytes) else member
-                if block == blocks:
-                    recent[value] = int(score)
-                else:
-                    baseline[value][block] = int(score)
-        return rank_rising(recent, baseline, blocks, limit=limit)
+
+        def parse(raw: Iterator[Any]) -> list[Rising]:
+            baseline: dict[str, list[int]] = defaultdict(lambda: [0] * blocks)
+            recent: dict[str, int] = {}
+            for block in range(blocks + 1):
+                for member, score in next(raw):
+                    value = member.decode() if isinstance(member, bytes) else member
+                    if block == blocks:
+                        recent[value] = int(score)
+                    else:
+                        baseline[value][block] = int(score)
+            return rank_rising(recent, baseline, blocks, limit=limit)
+
+        return parse
+
+    # -- the live view ---------------------------------------------------------------------
+
+    def live(self, site: str, start_ms: int, end_ms: int, now_ms: int, limit: int = 10, flows: int = 40) -> LiveView:
+        """Everything the live view shows, in two round trips (the view is polled every few
+        seconds by every open dashboard): the first reads counters, rankings and trend
+        blocks, the second the visitors (HyperLogLog merges) of the rows that made the lists."""
+        pipe = self.client.pipeline(transaction=False)
+        queued = (
+            self._queue_timeseries(pipe, site, "pageviews", start_ms, end_ms, "minute", None),
+            self._queue_totals(pipe, site, start_ms, end_ms),
+            self._queue_concurrent(pipe, site, now_ms),
+            self._queue_ranking(pipe, site, "page", start_ms, end_ms, limit),
+            self._queue_ranking(pipe, site, "ref", start_ms, end_ms, limit),
+            self._queue_ranking(pipe, site, "refpage", start_ms, end_ms, flows),
+            self._queue_rising(pipe, site, "page", now_ms, limit=limit),
+            self._queue_rising(pipe, site, "ref", now_ms, limit=limit),
+        )
+        raw = iter(pipe.execute())
+        series, totals, concurrent, pages, refs, pairs, rising_pages, rising_refs = (parse(raw) for parse in queued)
+
+        pipe = self.client.pipeline(transaction=False)
+        queued_visitors = [
+            self._queue_visitors(pipe, site, dim, start_ms, end_ms, [value for value, _ in ranked])
+            for dim, ranked in (("page", pages), ("ref", refs), ("refpage", pairs))
+        ]
+        raw = iter(pipe.execute())
+        page_uv, ref_uv, pair_uv = (parse(raw) for parse in queued_visitors)
+        return LiveView(
+            pageviews_per_minute=series,
+            totals=totals,
+            concurrent=concurrent,
+            top_pages=_rows(pages, page_uv),
+            top_referrers=_rows(refs, ref_uv),
+            rising_pages=rising_pages,
+            rising_referrers=rising_refs,
+            flows=_flows(_rows(pairs, pair_uv)),
+        )
+
+
+def _rows(ranked: list[tuple[str, int]], visitors: list[int]) -> list[Row]:
+    return [Row(value, pv, uv) for (value, pv), uv in zip(ranked, visitors, strict=True)]
+
+
+def _flows(rows: list[Row]) -> list[tuple[str, str, int]]:
+    return [(*r.value.split(REFPAGE_SEPARATOR, 1), r.pageviews) for r in rows]

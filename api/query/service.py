@@ -27,7 +27,8 @@ from api.query.params import BATCH_ONLY_DIMENSIONS, MAX_LIMIT, Filter, Range
 from api.query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
 from realtime.keys import DIMENSIONS as REALTIME_DIMENSIONS
 from realtime.keys import REFPAGE_SEPARATOR
-from realtime.queries import QueryError, RealtimeQueries
+from realtime.queries import QueryError, RealtimeQueries, Row
+from realtime.trends import Rising
 
 MAX_BUCKETS = 5000
 REALTIME_TOP = 1000  # values per realtime piece merged into a breakdown (the long tail beyond is cut)
@@ -325,39 +326,30 @@ class QueryService:
         end = (now_ms // 60_000 + 1) * 60_000
         start = end - minutes * 60_000
         sid = site.site_id
-        series = self.rt.timeseries(sid, "pageviews", start, end, "minute")
-        totals = self.rt.totals(sid, start, end)
+        view = self.rt.live(sid, start, end, now_ms, limit=limit, flows=min(MAX_LIMIT, 4 * limit))
 
-        def rows(dim: str) -> list[dict[str, object]]:
-            return [
-                {"value": r.value, "pageviews": r.pageviews, "visitors": r.visitors}
-                for r in self.rt.top(sid, dim, start, end, limit)
-            ]
+        def rows(found: list[Row]) -> list[dict[str, object]]:
+            return [{"value": r.value, "pageviews": r.pageviews, "visitors": r.visitors} for r in found]
 
-        def rising(dim: str) -> list[dict[str, object]]:
-            return [
-                {"value": r.value, "recent": r.recent, "baseline_mean": r.baseline_mean, "z": r.z}
-                for r in self.rt.rising(sid, dim, now_ms, limit=limit)
-            ]
+        def rising(found: list[Rising]) -> list[dict[str, object]]:
+            return [{"value": r.value, "recent": r.recent, "baseline_mean": r.baseline_mean, "z": r.z} for r in found]
 
         return {
             "site_id": sid,
             "minutes": minutes,
             "now": _iso(now),
-            "concurrent_visitors": self.rt.concurrent(sid, now_ms),
-            "pageviews": totals["pageviews"],
-            "visitors": totals["visitors"],
+            "concurrent_visitors": view.concurrent,
+            "pageviews": view.totals["pageviews"],
+            "visitors": view.totals["visitors"],
             "pageviews_per_minute": [
-                {"t": _iso(dt.datetime.fromtimestamp(t / 1000, dt.UTC)), "value": v} for t, v in series
+                {"t": _iso(dt.datetime.fromtimestamp(t / 1000, dt.UTC)), "value": v}
+                for t, v in view.pageviews_per_minute
             ],
-            "top_pages": rows("page"),
-            "top_referrers": rows("ref"),
-            "rising_pages": rising("page"),
-            "rising_referrers": rising("ref"),
-            "flows": [
-                {"referrer": ref, "page": page, "pageviews": pv}
-                for ref, page, pv in self.rt.flows(sid, start, end, limit=min(MAX_LIMIT, 4 * limit))
-            ],
+            "top_pages": rows(view.top_pages),
+            "top_referrers": rows(view.top_referrers),
+            "rising_pages": rising(view.rising_pages),
+            "rising_referrers": rising(view.rising_referrers),
+            "flows": [{"referrer": ref, "page": page, "pageviews": pv} for ref, page, pv in view.flows],
             "sources": {
                 "realtime": {
                     "from": _iso(dt.datetime.fromtimestamp(start / 1000, dt.UTC)),

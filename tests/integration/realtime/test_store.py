@@ -6,6 +6,7 @@ import time
 import uuid
 
 import msgspec
+import redis
 
 from footfall.demo import DemoTraffic
 from realtime.queries import RealtimeQueries
@@ -85,3 +86,46 @@ def test_trend_detector_ranks_a_referrer_spike_first(store: CounterStore) -> Non
     rising = RealtimeQueries(store).rising(site, "ref", now)
     assert rising[0].value == "lobste.rs"
     assert rising[0].z > 5
+
+
+class _CountingClient:
+    """The real Redis client, counting the pipelines it hands out (one round trip each)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client, self.pipelines = client, 0
+
+    def pipeline(self, transaction: bool = True) -> redis.client.Pipeline:
+        self.pipelines += 1
+        return self.client.pipeline(transaction=transaction)
+
+
+def test_live_view_equals_the_single_reads_in_two_round_trips(store: CounterStore) -> None:
+    """``live`` (what the dashboard polls) answers exactly what the separate queries answer."""
+    site = f"st-{uuid.uuid4().hex[:8]}"
+    now = int(time.time() * 1000)
+    gen = DemoTraffic(site_id=site, visitors=300, seed=9)
+    steady = [gen.event(now - 190 * 60_000 + i * 4_000) for i in range(190 * 15)]
+    spike = [
+        msgspec.structs.replace(gen.event(now - 9 * 60_000 + i * 3_000), path="/launch", url="https://x/launch")
+        for i in range(150)
+    ]
+    store.apply(steady + spike, now)
+    queries = RealtimeQueries(store)
+    end = (now // 60_000 + 1) * 60_000  # whole minutes, as the API asks
+    start = end - 30 * 60_000
+    counting = _CountingClient(store.client)
+    queries.client = counting  # type: ignore[assignment]
+    view = queries.live(site, start, end, now, limit=5, flows=12)
+    assert counting.pipelines == 2
+    queries.client = store.client
+    assert view.pageviews_per_minute == queries.timeseries(site, "pageviews", start, end, "minute")
+    assert view.totals == queries.totals(site, start, end)
+    assert view.concurrent == queries.concurrent(site, now)
+    assert view.top_pages == queries.top(site, "page", start, end, 5)
+    assert view.top_referrers == queries.top(site, "ref", start, end, 5)
+    assert view.flows == queries.flows(site, start, end, 12)
+    assert len(view.flows) == 12
+    assert view.rising_pages == queries.rising(site, "page", now, limit=5)
+    assert view.rising_pages[0].value == "/launch"
+    assert view.rising_referrers == queries.rising(site, "ref", now, limit=5)
+    assert view.totals["pageviews"] == sum(1 for e in steady + spike if start <= e.ts < end)
