@@ -63,6 +63,16 @@ def results() -> Results:
     return Results()
 
 
+@pytest.fixture(autouse=True)
+def services_up() -> None:
+    """Each scenario starts from a running stack: one that failed with a broker or Redis
+    down (a restart that timed out on a loaded machine) must not fail the scenarios after it.
+    Starting a healthy service is a no-op ("already running")."""
+    from tests.reliability.faults import stack
+
+    stack("start", "redis", "mongo", "kafka")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "reliability" in item.path.parts:

@@ -87,7 +87,16 @@ def test_kafka_outage_at_the_collector(
         phase = "before"
         outage: dict[str, float] = {}
 
+        fault_errors: list[BaseException] = []
+
         def break_the_broker() -> None:
+            try:
+                stop_and_restart()
+            except BaseException as exc:  # re-raised in the test's thread, with its traceback
+                fault_errors.append(exc)
+                raise
+
+        def stop_and_restart() -> None:
             nonlocal phase
             time.sleep(BEFORE_S)
             outage["stop"] = time.monotonic()
@@ -97,7 +106,10 @@ def test_kafka_outage_at_the_collector(
                 time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - outage["stop"])))
                 outage["start"] = time.monotonic()
             finally:
-                stack("start", "kafka")
+                try:
+                    stack("start", "kafka")
+                except Exception:  # a start that timed out under load: an operator tries again
+                    stack("start", "kafka")
                 outage["healthy"] = time.monotonic()
                 phase = "after"
 
@@ -128,6 +140,8 @@ def test_kafka_outage_at_the_collector(
                 latencies.append(send(i))
                 i += 1
             fault.join()
+            if fault_errors:
+                raise fault_errors[0]
 
             # After recovery the sink's probe notices the broker and replays the spool.
             wait_for(lambda: sink.spool.pending() == 0, 180, f"spool replayed ({dict(sink.stats)})")
