@@ -3,7 +3,10 @@
 The master dataset is Parquet under ``{ARCHIVE_URL}/events/``, Hive-partitioned by the
 event's site and UTC date and hour::
 
-    events/site_id=<site>/date=<YYYY-MM-DD>/hour=<HH>/part-<topic>-<partition>-<first>-<last>.parquet
+    events/site_id=<site>/date=<YYYY-MM-DD>/hour=<HH>/part-<random hex>.parquet
+
+(a random name: a batch archived again after a lost offset commit, or a compacted hour,
+gets a file of its own and never replaces one a reader may be scanning)
 
 Columns are the event's fields, flattened (nested ``utm`` and ``ua`` become ``utm_*`` and
 ``ua_*``), with times as int64 milliseconds UTC, plus ``raw``: the event exactly as it was
