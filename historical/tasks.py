@@ -27,6 +27,7 @@ from pymongo.errors import PyMongoError
 from collector.runtime import footfall_config
 from collector.sink import get_sink
 from historical.archive import Archive
+from historical.lease import Lease
 from historical.rollups import RollupFailed, run_rollup, site_zones
 from historical.store import connect
 from realtime.health import realtime_health, record
@@ -34,7 +35,8 @@ from realtime.runtime import GROUP, get_store
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "ff:lock:rollup"
-LOCK_TTL_S = 6 * 3600
+# A lease, renewed while the job runs (historical.lease): a killed worker frees it this soon.
+LOCK_TTL_S = 120
 LOCK_WAIT_S = 300  # a rollup that finds the lock taken tries again this much later
 LOOKBACK_DAYS = 3  # re-roll recent days so late (straggler) events land on their day
 ROLLUP_RETRIES = 3  # a failed rollup is retried this many times, then reported as failed
@@ -62,11 +64,6 @@ def _describe(exc: BaseException, limit: int = 2000) -> str:
     return f"{head}\n…\n{tail}" if tail else head
 
 
-def _release(lock: redis.Redis, token: str) -> None:
-    if lock.get(LOCK_KEY) == token.encode():
-        lock.delete(LOCK_KEY)
-
-
 # max_retries=None: the task counts its own failures (``failures``), so waiting for the lock
 # is not a failure; each failure sends exactly one retry message (the failed delivery is acked).
 @shared_task(bind=True, acks_late=True, max_retries=None)
@@ -88,9 +85,8 @@ def rollup_days(
     replaced, and ``batch_runs`` names only days whose documents are complete.
     """
     cfg = footfall_config()
-    lock = redis.Redis.from_url(cfg.redis_url)
-    token = f"{self.request.id}:{time.time()}"
-    if not lock.set(LOCK_KEY, token, nx=True, ex=LOCK_TTL_S):
+    lease = Lease(redis.Redis.from_url(cfg.redis_url), LOCK_KEY, LOCK_TTL_S)
+    if not lease.acquire():
         log.warning("another rollup or compaction holds the lock; trying %s..%s again in %ss", first, last, LOCK_WAIT_S)
         raise self.retry(countdown=LOCK_WAIT_S)
     job = {"first": first, "last": last, "sites": sites, "task_id": self.request.id}
@@ -106,7 +102,7 @@ def rollup_days(
         countdown = retry_delay_s * 2 ** (failures - 1)
         _record_job("rollup_days", "retrying", {**detail, "retry_in_s": countdown})
         log.warning("rollup %s..%s failed (attempt %d), retrying in %ss: %s", first, last, failures, countdown, exc)
-        _release(lock, token)  # before the retry can start
+        lease.release()  # before the retry can start
         kwargs = {**self.request.kwargs, "retries": retries, "retry_delay_s": retry_delay_s, "failures": failures}
         raise self.retry(exc=exc, countdown=countdown, kwargs=kwargs) from exc
     except Exception as exc:  # not worth retrying (an unknown site, a bad date): report at once
@@ -114,7 +110,7 @@ def rollup_days(
         log.exception("rollup %s..%s failed", first, last)
         raise
     finally:
-        _release(lock, token)
+        lease.release()
     summary = {**job, "attempt": failures + 1, "site_days": len(result.days), "events": result.events}
     _record_job("rollup_days", "complete", summary)
     return summary
@@ -148,12 +144,10 @@ def compact_archive(min_files: int = 8) -> dict[str, int]:
     Skipped (until the next hourly run) while a rollup holds the lock: compaction deletes
     the files it merged, which a running Spark job may already have listed."""
     cfg = footfall_config()
-    lock = redis.Redis.from_url(cfg.redis_url)
-    token = f"compact:{time.time()}"
-    if not lock.set(LOCK_KEY, token, nx=True, ex=LOCK_TTL_S):
-        log.info("a rollup is running; compaction waits for the next run")
-        return {"skipped": 1}
-    try:
+    with Lease(redis.Redis.from_url(cfg.redis_url), LOCK_KEY, LOCK_TTL_S) as held:
+        if not held:
+            log.info("a rollup is running; compaction waits for the next run")
+            return {"skipped": 1}
         archive = Archive(cfg.archive_url)
         cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=COMPACT_AFTER_S)
         merged = partitions = 0
@@ -165,8 +159,6 @@ def compact_archive(min_files: int = 8) -> dict[str, int]:
             merged += done
             partitions += bool(done)
         swept = archive.sweep_temporary()
-    finally:
-        _release(lock, token)
     return {"partitions": partitions, "files_merged": merged, "temporary_removed": swept}
 
 
