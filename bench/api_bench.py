@@ -83,6 +83,8 @@ import urllib3
 import historical.store
 from api.query import params as p
 from api.query.service import QueryService, SiteInfo
+from bench.cpu import group_seconds, stack_pid
+from bench.harness import PYTHON, BenchError, Server, free_port
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall.events import Event, Utm
@@ -92,13 +94,8 @@ from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 
 REPO = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
 OUT = REPO / "artifacts" / "bench" / "api.json"
 GOALS = {"realtime_p95_ms": 100.0, "history_p95_ms": 300.0, "ratio": 3.0}
-
-
-class BenchError(RuntimeError):
-    """The benchmark itself failed (as opposed to a goal being missed)."""
 
 
 # --- the site's vocabulary (pure, seeded) ------------------------------------------------------
@@ -539,12 +536,6 @@ def raw_round(
 
 
 # --- the server and the clients ----------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
@@ -578,82 +569,6 @@ def prepare_django(env: Mapping[str, str], site: str, tz: str, keys: int) -> lis
     if len(found) != keys:
         raise BenchError(f"expected {keys} API keys, got {len(found)}:\n{out}")
     return found
-
-
-def process_cpu_s(pids: list[int]) -> float:
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for pid in pids:
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-    return total
-
-
-def group_pids(pgid: int) -> list[int]:
-    """Processes of the process group ``pgid`` (gunicorn's master and its workers)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                    pids.append(int(entry.name))
-    return pids
-
-
-def stack_pids() -> dict[str, int]:
-    """Redis's and Mongo's pids, from the stack's pid files (``FOOTFALL_STATE_DIR``), if known."""
-    state = os.environ.get("FOOTFALL_STATE_DIR")
-    found: dict[str, int] = {}
-    for name in ("redis", "mongo"):
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            found[name] = int(json.loads(Path(state, "run", f"{name}.pid").read_text())["pid"])  # type: ignore[arg-type]
-    return found
-
-
-class Gunicorn:
-    def __init__(self, env: Mapping[str, str], port: int, workers: int, threads: int, timeout: int, log: Path) -> None:
-        self.port = port
-        self.env = dict(env)
-        self.argv = [
-            PYTHON, "-m", "gunicorn", "footfall.wsgi:application", "--bind", f"127.0.0.1:{port}",
-            "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
-            "--keep-alive", "10", "--timeout", str(timeout), "--log-level", "warning",
-        ]  # fmt: skip
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, probe: Callable[[], bool], timeout: float = 90.0) -> None:
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv, env=self.env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"gunicorn exited during start-up; log: {self.log}\n{self.log.read_text()[-3000:]}")
-            with contextlib.suppress(Exception):
-                if probe():
-                    return
-            time.sleep(0.3)
-        raise BenchError(f"gunicorn did not answer within {timeout:.0f}s; log: {self.log}")
-
-    def cpu_s(self) -> float:
-        return process_cpu_s(group_pids(self.proc.pid)) if self.proc else 0.0
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(wait)
-                break
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc = None
 
 
 @dataclass
@@ -843,7 +758,11 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     port = args.port or (int(env["FOOTFALL_WEB_PORT"]) if env.get("FOOTFALL_WEB_PORT") else free_port())
     if not port_free(port):
         raise BenchError(f"port {port} is taken (--port to choose another)")
-    server = Gunicorn(server_env, port, args.workers, args.threads, args.timeout, workdir / "gunicorn.log")
+    gunicorn_args = [
+        "--worker-class", "gthread", "--workers", str(args.workers), "--threads", str(args.threads),
+        "--keep-alive", "10", "--timeout", str(args.timeout), "--log-level", "warning",
+    ]  # fmt: skip
+    server = Server("api", server_env, gunicorn_args, workdir / "gunicorn.log", port=port)
     cleanup.callback(server.stop)
     probe_pool = urllib3.HTTPConnectionPool("127.0.0.1", port, maxsize=1, retries=False, timeout=float(args.timeout))
     headers = {"Authorization": f"Bearer {keys[0]}", "X-Forwarded-Proto": "https"}
@@ -852,7 +771,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
         return probe_pool.request("GET", f"/api/v1/sites/{site}/realtime?minutes=1", headers=headers).status == 200
 
     print(f"starting gunicorn on 127.0.0.1:{port} ({args.workers} workers x {args.threads} threads)", flush=True)
-    server.start(probe)
+    server.start(timeout=90.0, probe=probe)
 
     svc = QueryService(db, RealtimeQueries(store), cfg.realtime_retention_s)
     info = SiteInfo(site, args.tz)
@@ -881,15 +800,15 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     print(f"raw, before the load: {first} x {len(mix)} service calls", flush=True)
     raw_round(svc, info, plans, first, timer, raw, args.raw_budget / 2)
 
-    pids = stack_pids()
+    pids = {name: pid for name in ("redis", "mongo") if (pid := stack_pid(name, os.environ))}
     load_before = os.getloadavg()
-    cpu0 = {"server": server.cpu_s(), **{n: process_cpu_s([pid]) for n, pid in pids.items()}}
+    cpu0 = {"server": server.cpu_s(), **{n: group_seconds(pid) for n, pid in pids.items()}}
     self0 = resource.getrusage(resource.RUSAGE_SELF)
     print(f"load: {args.clients} clients, think {args.think_ms:g} ms, {args.warmup:g}s warm-up + "
           f"{args.duration:g}s", flush=True)  # fmt: skip
     load = run_load(port, keys, plan, args.think_ms / 1000, args.warmup, args.duration, args.seed, args.timeout)
     self1 = resource.getrusage(resource.RUSAGE_SELF)
-    cpu1 = {"server": server.cpu_s(), **{n: process_cpu_s([pid]) for n, pid in pids.items()}}
+    cpu1 = {"server": server.cpu_s(), **{n: group_seconds(pid) for n, pid in pids.items()}}
     load_after = os.getloadavg()
 
     print(f"raw, after the load: {args.raw_reps - first} x {len(mix)} service calls", flush=True)

@@ -20,11 +20,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from bench.cpu import group_seconds
 from deploy.local.procs import StackError
 from deploy.local.services import StackConfig
 from footfall.config import load_config
@@ -178,16 +179,20 @@ def create_site(env: Mapping[str, str]) -> None:
 class Server:
     """One gunicorn serving the bench project; stop() ends its whole process group."""
 
-    def __init__(self, name: str, env: Mapping[str, str], args: list[str], log_file: Path) -> None:
+    def __init__(
+        self, name: str, env: Mapping[str, str], args: list[str], log_file: Path, port: int | None = None
+    ) -> None:
         self.name = name
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = dict(env)
         self.argv = [PYTHON, "-m", "gunicorn", "footfall.wsgi:application", "--bind", f"127.0.0.1:{self.port}", *args]
         self.log_file = log_file
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 60.0, probe: Callable[[], bool] | None = None) -> None:
+        """Start it and wait until ``probe()`` (default: the bench project's 204 view) answers."""
+        answers = probe or self._answers
         with self.log_file.open("ab") as log:
             self.proc = subprocess.Popen(
                 self.argv, env=self.env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -197,8 +202,9 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise BenchError(f"server {self.name} exited during start-up{self._log_tail()}")
-            if self._answers():
-                return
+            with contextlib.suppress(Exception):  # not listening yet, or a half-started worker
+                if answers():
+                    return
             time.sleep(0.2)
         raise BenchError(f"server {self.name} did not answer within {timeout:.0f}s{self._log_tail()}")
 
@@ -213,6 +219,10 @@ class Server:
     def _log_tail(self) -> str:
         lines = self.log_file.read_text(errors="replace").splitlines()[-20:]
         return f"\n  log {self.log_file}:\n    " + "\n    ".join(lines)
+
+    def cpu_s(self) -> float:
+        """CPU seconds used so far by the live processes of its group (master and workers)."""
+        return group_seconds(self.proc.pid) if self.proc else 0.0
 
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM (gunicorn's graceful stop: workers flush their Kafka producers), then SIGKILL."""
