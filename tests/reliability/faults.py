@@ -30,6 +30,23 @@ def stack(*args: str, timeout: float = 300) -> None:
     )  # fmt: skip
 
 
+def wait_while_progressing(remaining: Callable[[], int], stall_s: float, what: str, every: float = 1.0) -> float:
+    """Poll ``remaining()`` (e.g. a consumer group's lag) until it is 0; return the seconds it took.
+
+    Fails only when it has not gone down for ``stall_s`` seconds: a consumer that is slow on a
+    loaded machine passes, one that is stuck does not."""
+    started = last_progress = time.monotonic()
+    best = remaining()
+    while best > 0:
+        time.sleep(every)
+        now = remaining()
+        if now < best:
+            best, last_progress = now, time.monotonic()
+        elif time.monotonic() - last_progress > stall_s:
+            raise AssertionError(f"{what}: stuck at {best} for {stall_s:.0f}s")
+    return time.monotonic() - started
+
+
 def wait_for(check: Callable[[], bool], timeout: float, what: str, every: float = 0.5) -> float:
     """Poll ``check`` until true; return the seconds it took, or fail saying ``what`` did not happen."""
     started = time.monotonic()

@@ -31,7 +31,7 @@ from realtime.health import consumer_lag
 from spark_jobs.schema import ARROW_SCHEMA
 from tests.integration.kafka_tail import produce
 from tests.reliability.conftest import REPO, Results, Row, size
-from tests.reliability.faults import fresh_topic, private, topic_event_ids, wait_for
+from tests.reliability.faults import fresh_topic, private, topic_event_ids, wait_while_progressing
 
 EVENTS = size(20_000, 200_000)
 KILLS = size(4, 10)
@@ -84,7 +84,8 @@ def test_archiver_kill_9_mid_file(cfg: Config, tmp_path: Path, results: Results)
         final = start_archiver(pcfg, topic)
         try:
             group = f"arch-{topic}"
-            wait_for(lambda: sum(consumer_lag(cfg, group, topic).values()) == 0, 240, "the archiver caught up", 1)
+            # The whole day may take minutes on a busy machine: fail only if the lag stops going down.
+            wait_while_progressing(lambda: sum(consumer_lag(cfg, group, topic).values()), 120, "the archiver's lag")
         finally:
             final.send_signal(signal.SIGTERM)
             final.wait(60)
