@@ -63,12 +63,23 @@ class TopicTail:
         self.consumer.close()
 
 
+def send(producer: Producer, topic: str, value: bytes, key: bytes | None = None) -> None:
+    """``producer.produce``, waiting while librdkafka's local queue (100,000 messages) is full."""
+    while True:
+        try:
+            producer.produce(topic, value, key=key)
+            break
+        except BufferError:  # the broker is behind (a busy machine): let it drain the queue
+            producer.poll(0.5)
+    producer.poll(0)
+
+
 def produce(cfg: Config, topic: str, payloads: Sequence[bytes | Event]) -> None:
+    """Put ``payloads`` on ``topic`` and wait until the broker has them all."""
     producer = Producer(producer_config(cfg))
     for item in payloads:
         if isinstance(item, bytes):
-            producer.produce(topic, item)
+            send(producer, topic, item)
         else:
-            producer.produce(topic, encode(item), key=(item.visitor_id or item.event_id).encode())
-        producer.poll(0)
-    assert producer.flush(60) == 0
+            send(producer, topic, encode(item), (item.visitor_id or item.event_id).encode())
+    assert producer.flush(120) == 0

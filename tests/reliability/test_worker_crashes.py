@@ -23,6 +23,7 @@ from realtime.health import consumer_lag
 from realtime.keys import KeyLayout
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
+from tests.integration.kafka_tail import send
 from tests.integration.realtime.conftest import Workers, consumed, truth, wait_consumed
 from tests.integration.realtime.test_exactly_once import assert_exact, end_offsets, traffic
 from tests.reliability.conftest import Results, Row, size
@@ -57,8 +58,7 @@ def test_worker_kill_9_every_2s(cfg: Config, results: Results) -> None:
             for i in range(chunks):
                 time.sleep(max(0.0, t0 + i * PRODUCE_S / chunks - time.monotonic()))
                 for event in stream[i * step : (i + 1) * step]:
-                    out.produce(topic, encode(event), key=event_key(event))
-                out.poll(0)
+                    send(out, topic, encode(event), event_key(event))
             assert out.flush(120) == 0
 
         feeding = threading.Thread(target=producer, daemon=True)
