@@ -40,13 +40,23 @@ class Sums:
             self.days.add(doc["day"])
 
 
-def settled_days(db: Database, site: str, days: Iterable[str]) -> set[str]:
-    """Those of ``days`` whose rollup completed (named in ``batch_runs``)."""
-    days = sorted(set(days))
-    if not days:
-        return set()
-    query = {"site_id": site, "day": {"$gte": days[0], "$lte": days[-1]}, "status": "complete"}
-    return {doc["day"] for doc in db[RUNS].find(query, {"day": 1})} & set(days)
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """What the batch layer had settled when a query read ``batch_runs``: the completed days
+    from some day on (``days``), and the watermark, the latest completed day of all."""
+
+    days: frozenset[str]
+    watermark: str | None
+
+
+def settlement(db: Database, site: str, since: str) -> Settlement:
+    """The completed days of ``site`` from ``since`` on, with the watermark: one read of
+    ``batch_runs`` when any day from ``since`` on is complete (the latest of them is the
+    watermark), a second of one document otherwise. A query needs both, and on FerretDB
+    (the local Mongo-wire server) every read is a pass over the collection."""
+    query = {"site_id": site, "status": "complete", "day": {"$gte": since}}
+    days = frozenset(doc["day"] for doc in db[RUNS].find(query, {"day": 1}))
+    return Settlement(days, max(days) if days else watermark(db, site))
 
 
 def watermark(db: Database, site: str) -> str | None:

@@ -80,19 +80,22 @@ class QueryService:
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _settled(self, site: SiteInfo, start: dt.datetime, end: dt.datetime) -> set[str]:
-        tz = ZoneInfo(site.tz)
-        first, last = site_day(start, tz), site_day(end - dt.timedelta(microseconds=1), tz)
-        days = [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
-        return history.settled_days(self.db, site.site_id, days)
+    def _settlement(self, site: SiteInfo, start: dt.datetime) -> history.Settlement:
+        """The days settled from ``start``'s site-local day on, and the watermark."""
+        return history.settlement(self.db, site.site_id, site_day(start, ZoneInfo(site.tz)).isoformat())
 
-    def _sources(self, pieces: list[Piece], site: SiteInfo, notes: list[str]) -> dict[str, object]:
+    def _pieces(self, site: SiteInfo, start: dt.datetime, end: dt.datetime, settled: history.Settlement) -> list[Piece]:
+        realtime_from = realtime_window_start(self.now(), self.retention_s)
+        return split(start, end, ZoneInfo(site.tz), set(settled.days), realtime_from)
+
+    @staticmethod
+    def _sources(pieces: list[Piece], settled: history.Settlement, notes: list[str]) -> dict[str, object]:
         by = {src: [p for p in pieces if p.source == src] for src in ("batch", "realtime", "missing")}
         return {
             "batch": {**_span(by["batch"]), "days": sorted({p.day for p in by["batch"] if p.day})},
             "realtime": _span(by["realtime"]),
             "missing": _span(by["missing"]),
-            "watermark": history.watermark(self.db, site.site_id),
+            "watermark": settled.watermark,
             "notes": notes,
         }
 
@@ -106,9 +109,9 @@ class QueryService:
         if len(bks) > MAX_BUCKETS:
             raise QueryError("interval", f"the range holds more than {MAX_BUCKETS} {interval}s; use a coarser interval")
         site_tz = ZoneInfo(site.tz)
-        settled = self._settled(site, bks[0][0], bks[-1][1])
+        settled = self._settlement(site, bks[0][0])
         window = realtime_window_start(self.now(), self.retention_s)
-        pieces = [classify_bucket(s, e, site_tz, settled, window) for s, e in bks]
+        pieces = [classify_bucket(s, e, site_tz, set(settled.days), window) for s, e in bks]
         values: list[float | int | None] = [None] * len(pieces)
         notes: list[str] = []
 
@@ -160,19 +163,26 @@ class QueryService:
             "points": [
                 {"t": _iso(p.start), "value": v, "source": p.source} for p, v in zip(pieces, values, strict=True)
             ],
-            "sources": self._sources(pieces, site, notes),
+            "sources": self._sources(pieces, settled, notes),
         }
 
     # -- totals --------------------------------------------------------------------------
 
     def totals(self, site: SiteInfo, start: dt.datetime, end: dt.datetime) -> tuple[dict[str, object], list[Piece]]:
         """Page views, visitors, sessions, bounce rate and visit duration of ``[start, end)``."""
-        site_tz = ZoneInfo(site.tz)
-        settled = self._settled(site, start, end)
-        pieces = split(start, end, site_tz, settled, realtime_window_start(self.now(), self.retention_s))
+        pieces = self._pieces(site, start, end, self._settlement(site, start))
+        return self._totals(site, pieces, self._daily(site, pieces)), pieces
+
+    def _daily(self, site: SiteInfo, pieces: list[Piece]) -> dict[str, dict]:
+        return history.daily(self.db, site.site_id, {p.day for p in pieces if p.source == "batch" and p.day})
+
+    def _totals(self, site: SiteInfo, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
+        """The totals of ``pieces``: their settled days from ``daily`` (which may hold more
+        days), the rest from Redis."""
         sums = history.Sums()
-        for doc in history.daily(self.db, site.site_id, {p.day for p in pieces if p.source == "batch"}).values():
-            sums.add(doc)
+        for p in pieces:
+            if p.source == "batch" and p.day in daily:
+                sums.add(daily[p.day])
         pageviews, visitors = sums.pageviews, sums.visitors
         for p in pieces:
             if p.source == "realtime":
@@ -189,15 +199,21 @@ class QueryService:
             "sessions": sums.sessions if has_batch else None,
             "bounce_rate": round(sums.bounces / sums.sessions, 6) if sums.sessions else None,
             "visit_duration": round(sums.duration_s / sums.sessions, 3) if sums.sessions else None,
-        }, pieces
+        }
 
     def aggregate(self, site: SiteInfo, rng: Range, compare: bool) -> dict[str, object]:
-        """Totals of the range and, with ``compare``, of the period of equal length before it."""
-        current, pieces = self.totals(site, rng.start, rng.end)
+        """Totals of the range and, with ``compare``, of the period of equal length before it
+        (both read with one ``batch_runs`` and one daily read)."""
+        before_start = rng.start - (rng.end - rng.start)
+        settled = self._settlement(site, before_start if compare else rng.start)
+        pieces = self._pieces(site, rng.start, rng.end, settled)
+        before_pieces = self._pieces(site, before_start, rng.start, settled) if compare else []
+        daily = self._daily(site, pieces + before_pieces)
+        current = self._totals(site, pieces, daily)
         previous: dict[str, object] = {}
         previous_partial = False
         if compare:
-            previous, before_pieces = self.totals(site, rng.start - (rng.end - rng.start), rng.start)
+            previous = self._totals(site, before_pieces, daily)
             previous_partial = any(p.source == "missing" for p in before_pieces)
         results = {}
         for name, value in current.items():
@@ -222,7 +238,7 @@ class QueryService:
             "to": _iso(rng.end),
             "tz": rng.tz.key,
             "results": results,
-            "sources": self._sources(pieces, site, notes),
+            "sources": self._sources(pieces, settled, notes),
         }
 
     @staticmethod
@@ -250,9 +266,8 @@ class QueryService:
 
         With ``dim == "refpage"`` and ``ref`` (or ``path``) set: the pages that referrer
         drives traffic to (or the referrers of that page)."""
-        site_tz = ZoneInfo(site.tz)
-        settled = self._settled(site, rng.start, rng.end)
-        pieces = split(rng.start, rng.end, site_tz, settled, realtime_window_start(self.now(), self.retention_s))
+        settled = self._settlement(site, rng.start)
+        pieces = self._pieces(site, rng.start, rng.end, settled)
         notes = []
         days = {p.day for p in pieces if p.source == "batch" and p.day}
         merged = history.breakdown(self.db, site.site_id, dim, days, ref=ref, page=path)
@@ -284,7 +299,7 @@ class QueryService:
             "page": page,
             "limit": limit,
             "total": len(ranked),
-            "sources": self._sources(pieces, site, notes),
+            "sources": self._sources(pieces, settled, notes),
         }
 
     def _realtime_ranking(
