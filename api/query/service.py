@@ -33,6 +33,7 @@ from realtime.trends import Rising
 MAX_BUCKETS = 5000
 REALTIME_TOP = 1000  # values per realtime piece merged into a breakdown (the long tail beyond is cut)
 RATIO_METRICS = ("bounce_rate", "visit_duration")
+HOURLY_METRICS = ("pageviews", "visitors", "sessions")  # what the hourly rollup holds
 SESSION_METRICS = ("sessions", "bounce_rate", "visit_duration")
 
 VISITORS_EXACT = "exact: distinct visitor ids (batch layer)"
@@ -115,19 +116,25 @@ class QueryService:
         values: list[float | int | None] = [None] * len(pieces)
         notes: list[str] = []
 
-        batch_days = {p.day for p in pieces if p.source == "batch" and p.day}
+        # Each rollup is read only for the days whose buckets use it: an hour series reads
+        # no daily documents (on FerretDB every read is a pass over the collection).
+        batch = [p for p in pieces if p.source == "batch" and p.day]
+        whole_days = {p.day for p in batch if p.hour is None}
+        hours = any(p.hour is not None for p in batch)
+        hour_days = (
+            {p.day for p in batch if p.hour is not None} if filter_ is None and metric in HOURLY_METRICS else set()
+        )
         if filter_ is not None:
-            docs = history.filtered_daily(self.db, site.site_id, filter_.dimension, filter_.value, batch_days)
+            docs = history.filtered_daily(self.db, site.site_id, filter_.dimension, filter_.value, whole_days)
         else:
-            docs = history.daily(self.db, site.site_id, batch_days)
-        hours = any(p.hour is not None for p in pieces if p.source == "batch")
-        hour_docs = history.hourly(self.db, site.site_id, batch_days) if hours and filter_ is None else {}
+            docs = history.daily(self.db, site.site_id, whole_days)
+        hour_docs = history.hourly(self.db, site.site_id, hour_days)
         for i, p in enumerate(pieces):
             if p.source != "batch" or p.day is None:
                 continue
             if p.hour is None:
                 values[i] = _batch_value(metric, docs.get(p.day), filtered=filter_ is not None)
-            elif filter_ is None and metric in {"pageviews", "visitors", "sessions"}:
+            elif hour_days:
                 doc = hour_docs.get((p.day, p.hour))
                 values[i] = int(doc.get(metric) or 0) if doc else 0
         if filter_ is not None and hours:

@@ -98,3 +98,20 @@ def test_the_watermark_is_found_when_nothing_of_the_range_is_settled(reads) -> N
     assert finds.collections == [RUNS, RUNS]
     assert body["sources"]["watermark"] == SETTLED[-1].isoformat()
     assert body["results"]["pageviews"]["value"] is None
+
+
+def test_an_hour_series_reads_only_the_hourly_rollup(reads) -> None:
+    """Hour buckets take nothing from the daily documents, so those are not read; a metric
+    the hourly rollup does not hold reads no rollup at all (its hours are null, with a note)."""
+    service, site, finds = reads
+    body = service.timeseries(site, "pageviews", "hour", local_range(dt.date(2026, 11, 3), 2))
+    assert finds.collections == [RUNS, HOURLY]
+    nonzero = {p["t"]: p["value"] for p in body["points"] if p["value"]}
+    assert nonzero == {"2026-11-03T09:00:00+01:00": 102, "2026-11-04T09:00:00+01:00": 103}
+    assert len(body["points"]) == 48 and all(p["source"] == "batch" for p in body["points"])
+
+    finds.collections.clear()
+    body = service.timeseries(site, "bounce_rate", "hour", local_range(dt.date(2026, 11, 3), 2))
+    assert finds.collections == [RUNS]
+    assert all(p["value"] is None for p in body["points"])
+    assert "bounce_rate is rolled up per day, not per hour" in body["sources"]["notes"]
