@@ -79,6 +79,7 @@ class Config:
     ingest_max_age_ms: int
     realtime_retention_s: int
     api_rate_per_minute: int
+    api_cache_items: int  # 0: no cache of settled reads
 
     @property
     def archive_is_local(self) -> bool:
@@ -130,6 +131,9 @@ def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
         ingest_max_age_ms=_int(env, "FOOTFALL_INGEST_MAX_AGE_HOURS", 7 * 24, low=1, high=24 * 366) * 3_600_000,
         realtime_retention_s=_int(env, "FOOTFALL_REALTIME_RETENTION_HOURS", 48, low=1, high=24 * 31) * 3600,
         api_rate_per_minute=_int(env, "FOOTFALL_API_RATE_PER_MINUTE", 600, low=1, high=1_000_000),
+        # Per process: rollup documents and breakdown values held from reads of settled days
+        # (about 0.5 KB each, so the default is ~100 MB at most).
+        api_cache_items=_int(env, "FOOTFALL_API_CACHE_ITEMS", 200_000, low=0, high=100_000_000),
     )
 
 

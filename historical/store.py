@@ -11,7 +11,8 @@ collection             ``_id`` (deterministic)                    content
 ``rollup_breakdowns``  ``site|day|dimension|sha1(value)``         per dimension value (pages,
                                                                   referrers, referrer→page, UTM, ...)
 ``batch_runs``         ``site|day``                               what was rolled up, from how many
-                                                                  events, when: the batch watermark
+                                                                  events, when: the batch watermark;
+                                                                  ``generation`` new at every load
 ``reconciliation``     ``site|day``                               realtime vs batch drift of the day
 =====================  =========================================  ==================================
 
@@ -26,6 +27,7 @@ killed mid-write is repaired by the next, and other days are never touched. Only
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -120,12 +122,17 @@ def load_day(db: Database, day: DayDocuments) -> dict[str, int]:
         keep = [d["_id"] for d in docs]
         result = coll.bulk_write([DeleteMany({**scope, "_id": {"$nin": keep}})])
         removed += result.deleted_count
-    db[RUNS].replace_one(
-        {"_id": daily_id(day.site_id, day.day)},
-        {"_id": daily_id(day.site_id, day.day), "site_id": day.site_id, "day": day.day, **day.run},
-        upsert=True,
-    )
+    run = run_document(day)
+    db[RUNS].replace_one({"_id": run["_id"]}, run, upsert=True)
     return {"written": written, "removed": removed}
+
+
+def run_document(day: DayDocuments) -> dict:
+    """The ``batch_runs`` document that settles ``day``: the run's facts and a ``generation``
+    unique to this load, so a reader may keep what it read of the day for exactly as long as
+    the day is not loaded again (the query layer's cache of settled reads keys on it)."""
+    doc = {"_id": daily_id(day.site_id, day.day), "site_id": day.site_id, "day": day.day, **day.run}
+    return {**doc, "generation": uuid.uuid4().hex}
 
 
 def settled_days(db: Database, site: str) -> list[str]:

@@ -8,7 +8,7 @@ equality on a fixed field — never as a field name or an operator.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pymongo.database import Database
@@ -29,6 +29,9 @@ class Sums:
     duration_s: float = 0.0  # total visit duration, seconds
     days: set[str] = field(default_factory=set)
 
+    def copy(self) -> Sums:
+        return Sums(self.pageviews, self.visitors, self.sessions, self.bounces, self.duration_s, set(self.days))
+
     def add(self, doc: dict) -> None:
         self.pageviews += int(doc.get("pageviews") or 0)
         self.visitors += int(doc.get("visitors") or 0)
@@ -43,10 +46,13 @@ class Sums:
 @dataclass(frozen=True, slots=True)
 class Settlement:
     """What the batch layer had settled when a query read ``batch_runs``: the completed days
-    from some day on (``days``), and the watermark, the latest completed day of all."""
+    from some day on (``days``) with the generation of each load (``generations``; days
+    loaded before generations existed have none), and the watermark, the latest completed
+    day of all."""
 
     days: frozenset[str]
     watermark: str | None
+    generations: Mapping[str, str] = field(default_factory=dict)
 
 
 def settlement(db: Database, site: str, since: str) -> Settlement:
@@ -55,8 +61,10 @@ def settlement(db: Database, site: str, since: str) -> Settlement:
     watermark), a second of one document otherwise. A query needs both, and on FerretDB
     (the local Mongo-wire server) every read is a pass over the collection."""
     query = {"site_id": site, "status": "complete", "day": {"$gte": since}}
-    days = frozenset(doc["day"] for doc in db[RUNS].find(query, {"day": 1}))
-    return Settlement(days, max(days) if days else watermark(db, site))
+    runs = list(db[RUNS].find(query, {"day": 1, "generation": 1}))
+    days = frozenset(doc["day"] for doc in runs)
+    generations = {doc["day"]: str(doc["generation"]) for doc in runs if doc.get("generation")}
+    return Settlement(days, max(days) if days else watermark(db, site), generations)
 
 
 def watermark(db: Database, site: str) -> str | None:

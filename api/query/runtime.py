@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from api.query.service import QueryService
+from api.query.settled_cache import SettledCache
 from collector.runtime import footfall_config
 from historical.store import connect
 from realtime.queries import RealtimeQueries
@@ -15,4 +16,5 @@ from realtime.runtime import get_store
 def get_service() -> QueryService:
     cfg = footfall_config()
     _, db = connect(cfg.mongo_url, cfg.mongo_db)
-    return QueryService(db, RealtimeQueries(get_store()), cfg.realtime_retention_s)
+    cache = SettledCache(cfg.api_cache_items) if cfg.api_cache_items else None
+    return QueryService(db, RealtimeQueries(get_store()), cfg.realtime_retention_s, cache=cache)

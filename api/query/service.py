@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
@@ -25,10 +26,13 @@ from pymongo.database import Database
 from api.query import history
 from api.query.params import BATCH_ONLY_DIMENSIONS, MAX_LIMIT, Filter, Range
 from api.query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
+from api.query.settled_cache import SettledCache
 from realtime.keys import DIMENSIONS as REALTIME_DIMENSIONS
 from realtime.keys import REFPAGE_SEPARATOR
 from realtime.queries import QueryError, RealtimeQueries, Row
 from realtime.trends import Rising
+
+R = TypeVar("R")
 
 MAX_BUCKETS = 5000
 REALTIME_TOP = 1000  # values per realtime piece merged into a breakdown (the long tail beyond is cut)
@@ -73,17 +77,28 @@ class QueryService:
         realtime: RealtimeQueries,
         retention_s: int,
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        cache: SettledCache | None = None,
     ) -> None:
         self.db = db
         self.rt = realtime
         self.retention_s = retention_s
         self.now = now
+        self.cache = cache  # reads of settled days; None reads Mongo every time
 
     # -- helpers -------------------------------------------------------------------------
 
     def _settlement(self, site: SiteInfo, start: dt.datetime) -> history.Settlement:
         """The days settled from ``start``'s site-local day on, and the watermark."""
         return history.settlement(self.db, site.site_id, site_day(start, ZoneInfo(site.tz)).isoformat())
+
+    def _settled_read(
+        self, settled: history.Settlement, key: tuple[str, ...], days: set[str], fetch: Callable[[], R]
+    ) -> R:
+        """``fetch()``, a read of the settled ``days`` (``key`` names it, site included),
+        through the cache when there is one. The result is shared: never mutate it."""
+        if self.cache is None or not days:
+            return fetch()
+        return self.cache.read(key, days, settled.generations, fetch)
 
     def _pieces(self, site: SiteInfo, start: dt.datetime, end: dt.datetime, settled: history.Settlement) -> list[Piece]:
         realtime_from = realtime_window_start(self.now(), self.retention_s)
@@ -124,11 +139,20 @@ class QueryService:
         hour_days = (
             {p.day for p in batch if p.hour is not None} if filter_ is None and metric in HOURLY_METRICS else set()
         )
+        sid = site.site_id
         if filter_ is not None:
-            docs = history.filtered_daily(self.db, site.site_id, filter_.dimension, filter_.value, whole_days)
+            dim, value = filter_.dimension, filter_.value
+            docs = self._settled_read(
+                settled,
+                ("filtered_daily", sid, dim, value),
+                whole_days,
+                lambda: history.filtered_daily(self.db, sid, dim, value, whole_days),
+            )
         else:
-            docs = history.daily(self.db, site.site_id, whole_days)
-        hour_docs = history.hourly(self.db, site.site_id, hour_days)
+            docs = self._daily(site, settled, whole_days)
+        hour_docs = self._settled_read(
+            settled, ("hourly", sid), hour_days, lambda: history.hourly(self.db, sid, hour_days)
+        )
         for i, p in enumerate(pieces):
             if p.source != "batch" or p.day is None:
                 continue
@@ -177,11 +201,13 @@ class QueryService:
 
     def totals(self, site: SiteInfo, start: dt.datetime, end: dt.datetime) -> tuple[dict[str, object], list[Piece]]:
         """Page views, visitors, sessions, bounce rate and visit duration of ``[start, end)``."""
-        pieces = self._pieces(site, start, end, self._settlement(site, start))
-        return self._totals(site, pieces, self._daily(site, pieces)), pieces
+        settled = self._settlement(site, start)
+        pieces = self._pieces(site, start, end, settled)
+        return self._totals(site, pieces, self._daily(site, settled, _batch_days(pieces))), pieces
 
-    def _daily(self, site: SiteInfo, pieces: list[Piece]) -> dict[str, dict]:
-        return history.daily(self.db, site.site_id, {p.day for p in pieces if p.source == "batch" and p.day})
+    def _daily(self, site: SiteInfo, settled: history.Settlement, days: set[str]) -> dict[str, dict]:
+        sid = site.site_id
+        return self._settled_read(settled, ("daily", sid), days, lambda: history.daily(self.db, sid, days))
 
     def _totals(self, site: SiteInfo, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
         """The totals of ``pieces``: their settled days from ``daily`` (which may hold more
@@ -215,7 +241,7 @@ class QueryService:
         settled = self._settlement(site, before_start if compare else rng.start)
         pieces = self._pieces(site, rng.start, rng.end, settled)
         before_pieces = self._pieces(site, before_start, rng.start, settled) if compare else []
-        daily = self._daily(site, pieces + before_pieces)
+        daily = self._daily(site, settled, _batch_days(pieces + before_pieces))
         current = self._totals(site, pieces, daily)
         previous: dict[str, object] = {}
         previous_partial = False
@@ -276,8 +302,16 @@ class QueryService:
         settled = self._settlement(site, rng.start)
         pieces = self._pieces(site, rng.start, rng.end, settled)
         notes = []
-        days = {p.day for p in pieces if p.source == "batch" and p.day}
-        merged = history.breakdown(self.db, site.site_id, dim, days, ref=ref, page=path)
+        days = _batch_days(pieces)
+        sid = site.site_id
+        settled_sums = self._settled_read(
+            settled,
+            ("breakdown", sid, dim, ref or "", path or ""),
+            days,
+            lambda: history.breakdown(self.db, sid, dim, days, ref=ref, page=path),
+        )
+        # A copy: the realtime part is added to it, and the cached sums are shared.
+        merged = {value: sums.copy() for value, sums in settled_sums.items()}
         realtime = [p for p in pieces if p.source == "realtime"]
         rankings: list[tuple[Piece, dict[str, tuple[str, int]]]] = []
         if realtime and dim in BATCH_ONLY_DIMENSIONS:
@@ -380,6 +414,10 @@ class QueryService:
                 "notes": [f"visitors: {VISITORS_HLL}", "concurrent: visitors seen in the last 5 minutes"],
             },
         }
+
+
+def _batch_days(pieces: list[Piece]) -> set[str]:
+    return {p.day for p in pieces if p.source == "batch" and p.day}
 
 
 def _batch_value(metric: str, doc: dict | None, filtered: bool) -> float | int | None:

@@ -1,7 +1,8 @@
 """How many Mongo reads a query costs, over the real Mongo-wire server: every read is a
 pass over a collection on FerretDB, so the query layer reads ``batch_runs`` once per query
-(settled days and watermark together) and the daily rollups once per aggregate, however
-many periods it compares."""
+(settled days and watermark together), the daily rollups once per aggregate, however
+many periods it compares, and with its cache nothing but ``batch_runs`` for a repeated
+query until a day of it is loaded again."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pymongo import monitoring
 
 from api.query.params import Range
 from api.query.service import QueryService, SiteInfo
+from api.query.settled_cache import SettledCache
 from footfall.config import Config
 from historical.store import DAILY, HOURLY, RUNS, DayDocuments, load_day
 from realtime.keys import KeyLayout
@@ -108,10 +110,34 @@ def test_an_hour_series_reads_only_the_hourly_rollup(reads) -> None:
     assert finds.collections == [RUNS, HOURLY]
     nonzero = {p["t"]: p["value"] for p in body["points"] if p["value"]}
     assert nonzero == {"2026-11-03T09:00:00+01:00": 102, "2026-11-04T09:00:00+01:00": 103}
-    assert len(body["points"]) == 48 and all(p["source"] == "batch" for p in body["points"])
+    assert len(body["points"]) == 48
+    assert all(p["source"] == "batch" for p in body["points"])
 
     finds.collections.clear()
     body = service.timeseries(site, "bounce_rate", "hour", local_range(dt.date(2026, 11, 3), 2))
     assert finds.collections == [RUNS]
     assert all(p["value"] is None for p in body["points"])
     assert "bounce_rate is rolled up per day, not per hour" in body["sources"]["notes"]
+
+
+def test_cached_settled_reads_last_until_the_day_is_loaded_again(reads) -> None:
+    """With the cache, a repeated query reads only ``batch_runs``; loading one of its days
+    again gives that day a new generation, so the next query reads the new documents."""
+    service, site, finds = reads
+    service.cache = SettledCache(10_000)
+    rng = local_range(dt.date(2026, 11, 11), 5)  # 11..15 November
+    first = service.aggregate(site, rng, compare=False)
+    assert finds.collections == [RUNS, DAILY]
+    finds.collections.clear()
+    assert service.aggregate(site, rng, compare=False) == first
+    assert finds.collections == [RUNS]
+
+    run = {"status": "complete", "tz": TZ}
+    daily = {"pageviews": 1000, "visitors": 10, "sessions": 20, "bounces": 5, "visit_duration_s": 30.0}
+    load_day(service.db, DayDocuments(site.site_id, "2026-11-13", daily, [], [], run))
+    finds.collections.clear()
+    again = service.aggregate(site, rng, compare=False)
+    assert finds.collections == [RUNS, DAILY]
+    before = first["results"]["pageviews"]["value"]
+    assert again["results"]["pageviews"]["value"] == before - (100 + 12) + 1000
+    assert (service.cache.stats.hits, service.cache.stats.misses) == (1, 2)
