@@ -18,7 +18,7 @@ from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS
 Totals = dict[str, float]
 
 
-@dataclass
+@dataclass(slots=True)
 class Sums:
     """Additive parts of the batch metrics (ratios are derived at the end)."""
 
@@ -27,10 +27,9 @@ class Sums:
     sessions: int = 0
     bounces: int = 0
     duration_s: float = 0.0  # total visit duration, seconds
-    days: set[str] = field(default_factory=set)
 
     def copy(self) -> Sums:
-        return Sums(self.pageviews, self.visitors, self.sessions, self.bounces, self.duration_s, set(self.days))
+        return Sums(self.pageviews, self.visitors, self.sessions, self.bounces, self.duration_s)
 
     def add(self, doc: dict) -> None:
         self.pageviews += int(doc.get("pageviews") or 0)
@@ -39,8 +38,6 @@ class Sums:
         self.sessions += sessions
         self.bounces += int(doc.get("bounces") or 0)
         self.duration_s += float(doc.get("visit_duration_s") or 0.0) * sessions
-        if "day" in doc:
-            self.days.add(doc["day"])
 
 
 @dataclass(frozen=True, slots=True)
