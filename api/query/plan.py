@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 from zoneinfo import ZoneInfo
@@ -91,7 +92,7 @@ def site_day(moment: dt.datetime, site_tz: ZoneInfo) -> dt.date:
 
 
 def classify_bucket(
-    start: dt.datetime, end: dt.datetime, site_tz: ZoneInfo, settled: set[str], realtime_from: dt.datetime
+    start: dt.datetime, end: dt.datetime, site_tz: ZoneInfo, settled: AbstractSet[str], realtime_from: dt.datetime
 ) -> Piece:
     """The source of one time-series bucket.
 
@@ -118,7 +119,7 @@ def split(
     start: dt.datetime,
     end: dt.datetime,
     site_tz: ZoneInfo,
-    settled: set[str],
+    settled: AbstractSet[str],
     realtime_from: dt.datetime,
     merge: bool = False,
 ) -> list[Piece]:

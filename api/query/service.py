@@ -102,7 +102,7 @@ class QueryService:
 
     def _pieces(self, site: SiteInfo, start: dt.datetime, end: dt.datetime, settled: history.Settlement) -> list[Piece]:
         realtime_from = realtime_window_start(self.now(), self.retention_s)
-        return split(start, end, ZoneInfo(site.tz), set(settled.days), realtime_from)
+        return split(start, end, ZoneInfo(site.tz), settled.days, realtime_from)
 
     @staticmethod
     def _sources(pieces: list[Piece], settled: history.Settlement, notes: list[str]) -> dict[str, object]:
@@ -127,7 +127,7 @@ class QueryService:
         site_tz = ZoneInfo(site.tz)
         settled = self._settlement(site, bks[0][0])
         window = realtime_window_start(self.now(), self.retention_s)
-        pieces = [classify_bucket(s, e, site_tz, set(settled.days), window) for s, e in bks]
+        pieces = [classify_bucket(s, e, site_tz, settled.days, window) for s, e in bks]
         values: list[float | int | None] = [None] * len(pieces)
         notes: list[str] = []
 
@@ -199,19 +199,13 @@ class QueryService:
 
     # -- totals --------------------------------------------------------------------------
 
-    def totals(self, site: SiteInfo, start: dt.datetime, end: dt.datetime) -> tuple[dict[str, object], list[Piece]]:
-        """Page views, visitors, sessions, bounce rate and visit duration of ``[start, end)``."""
-        settled = self._settlement(site, start)
-        pieces = self._pieces(site, start, end, settled)
-        return self._totals(site, pieces, self._daily(site, settled, _batch_days(pieces))), pieces
-
     def _daily(self, site: SiteInfo, settled: history.Settlement, days: set[str]) -> dict[str, dict]:
         sid = site.site_id
         return self._settled_read(settled, ("daily", sid), days, lambda: history.daily(self.db, sid, days))
 
     def _totals(self, site: SiteInfo, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
-        """The totals of ``pieces``: their settled days from ``daily`` (which may hold more
-        days), the rest from Redis."""
+        """Page views, visitors, sessions, bounce rate and visit duration of ``pieces``: their
+        settled days from ``daily`` (which may hold more days), the rest from Redis."""
         sums = history.Sums()
         for p in pieces:
             if p.source == "batch" and p.day in daily:
