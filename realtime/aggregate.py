@@ -128,10 +128,18 @@ def _emit(batch: Batch, layout: KeyLayout, site: str, minute: int, bucket: _Minu
     batch.expire_at[counters] = expires
     for name, incr in bucket.hincr.items():
         batch.hincr[(counters, name)] += incr
+    hour = minute // 60
+    hour_counters = layout.hour_counters(site, hour)
+    batch.expire_at[hour_counters] = layout.hour_expires_at(hour)
+    for name, incr in bucket.hincr.items():
+        batch.hincr[(hour_counters, name)] += incr
     if bucket.visitors:
         uv = layout.visitors(site, minute)
         batch.pfadd[uv] |= bucket.visitors
         batch.expire_at[uv] = expires
+        hour_uv = layout.hour_visitors(site, hour)
+        batch.pfadd[hour_uv] |= bucket.visitors
+        batch.expire_at[hour_uv] = layout.hour_expires_at(hour)
     tops: dict[str, str] = {}
     for (dim, value), incr in bucket.top.items():
         if (top := tops.get(dim)) is None:

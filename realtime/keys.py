@@ -14,6 +14,12 @@ key                                      type        content
 ``ff:rt:{site}:{m}:top:{dim}``           zset        page views per value of ``dim`` (top-N by
                                                      ZREVRANGE; ranges by ZUNION)
 ``ff:rt:{site}:{m}:uv:{dim}:{value}``    HyperLog    visitors per value of ``dim``
+``ff:rt:{site}:h{h}:c``                  hash        the counters of UTC hour ``h = ts_ms // 3600000``:
+                                                     the sum of its minutes' hashes
+``ff:rt:{site}:h{h}:uv``                 HyperLog    the visitors of hour ``h`` (the union of its
+                                                     minutes'), expiring with its last minute
+``ff:rt:hours_from``                     string      first hour ``h`` from which every hour key is
+                                                     complete (see below)
 ``ff:rt:{site}:active``                  zset        visitor id -> last event time (ms); concurrent
                                                      visitors = members seen in the last 5 minutes
 ``ff:rt:seen:{site}:{event_id}``         string      dedup mark: the event is counted (TTL =
@@ -23,6 +29,13 @@ key                                      type        content
 ``ff:rt:stats``                          hash        running totals: events, duplicates, invalid, late
 ``ff:rt:workers``                        hash        worker id -> JSON heartbeat (rate, lag, time)
 =======================================  ==========  =================================================
+
+Hour keys are written by the same atomic step as the minutes they sum, so that a time
+series by hour or a day's totals read 24 keys, not 1,440 (the per-dimension rankings and
+visitors stay per minute). Counters written by a version without hour keys have none: the
+first batch applied by this version sets ``hours_from`` to the next hour when the store
+already holds counts (``ff:rt:stats`` exists), else to 0; readers use hour keys only from
+that hour on, and minutes before it. A reset of the rebuild clears and replays whole hours.
 
 Dimensions (:data:`DIMENSIONS`): ``page`` (path), ``ref`` (referrer domain, ``(direct)``
 when none), ``refurl`` (full referrer), ``refpage`` (``ref`` + U+001F + path: which
@@ -53,7 +66,24 @@ DIMENSIONS = (
 )
 REFPAGE_SEPARATOR = "\x1f"
 ACTIVE_WINDOW_MS = 5 * 60 * 1000
+HOUR_MS = 3_600_000
 PREFIX = "ff:rt"
+
+
+def bucket_of(key: str) -> tuple[str, int] | None:
+    """``("minute", m)`` or ``("hour", h)`` for a bucket key of :class:`KeyLayout`, else None.
+
+    Site ids hold no ``:`` (see :data:`footfall.events.SiteId`), so the bucket is the fourth
+    part of the name."""
+    parts = key.split(":", 4)
+    if len(parts) < 5 or f"{parts[0]}:{parts[1]}" != PREFIX:
+        return None
+    bucket = parts[3]
+    if bucket.isdigit():
+        return ("minute", int(bucket))
+    if bucket[:1] == "h" and bucket[1:].isdigit():
+        return ("hour", int(bucket[1:]))
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +104,12 @@ class KeyLayout:
     def dim_visitors(self, site: str, minute: int, dim: str, value: str) -> str:
         return f"{PREFIX}:{site}:{minute}:uv:{dim}:{value}"
 
+    def hour_counters(self, site: str, hour: int) -> str:
+        return f"{PREFIX}:{site}:h{hour}:c"
+
+    def hour_visitors(self, site: str, hour: int) -> str:
+        return f"{PREFIX}:{site}:h{hour}:uv"
+
     def active(self, site: str) -> str:
         return f"{PREFIX}:{site}:active"
 
@@ -83,13 +119,18 @@ class KeyLayout:
     def offsets(self, group: str) -> str:
         return f"{PREFIX}:offsets:{group}"
 
-    def minute_pattern(self, site: str, minute: int) -> str:
-        """SCAN pattern of every key of one bucket (used by the rebuild's reset)."""
-        return f"{PREFIX}:{site}:{minute}:*"
+    def site_pattern(self, site: str) -> str:
+        """SCAN pattern of every bucket key of a site, and of its ``active`` set."""
+        return f"{PREFIX}:{site}:*"
 
     stats = f"{PREFIX}:stats"
+    hours_from = f"{PREFIX}:hours_from"
     workers = f"{PREFIX}:workers"
 
     def expires_at(self, minute: int) -> int:
         """Unix seconds at which a bucket's keys expire."""
         return (minute + 1) * 60 + self.retention_s
+
+    def hour_expires_at(self, hour: int) -> int:
+        """Unix seconds at which an hour's keys expire: with the hour's last minute."""
+        return self.expires_at(hour * 60 + 59)

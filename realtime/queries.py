@@ -30,6 +30,7 @@ Parse = Callable[[Iterator[Any]], T]
 
 METRICS = ("pageviews", "visitors", "events", "bot_events")
 INTERVALS = {"minute": 1, "hour": 60}
+COUNTER_FIELDS = ("pageviews", "events", "bot_events")
 MAX_MINUTES = 60 * 24 * 7  # the store keeps far less; this bounds a query's key count
 
 
@@ -71,6 +72,16 @@ def _minutes(start_ms: int, end_ms: int) -> range:
     return range(first, last)
 
 
+def _split_hours(minutes: range, hours_from: int | None) -> tuple[range, list[int]]:
+    """The whole UTC hours inside ``minutes`` that hour keys answer (from ``hours_from`` on;
+    none when it is unknown), and the minutes left for minute keys."""
+    first = -(-minutes.start // 60) if hours_from is None else max(-(-minutes.start // 60), hours_from)
+    stop = minutes.stop // 60
+    if hours_from is None or stop <= first:
+        return range(0), list(minutes)
+    return range(first, stop), [*range(minutes.start, first * 60), *range(stop * 60, minutes.stop)]
+
+
 def _check_dim(dim: str, parameter: str = "dimension") -> None:
     if dim not in DIMENSIONS:
         raise QueryError(parameter, f"must be one of {', '.join(DIMENSIONS)}")
@@ -88,6 +99,24 @@ class RealtimeQueries:
         self.store = store
         self.client = store.client
         self.layout = store.layout
+        self._hours_from: int | None = None
+
+    def hours_from(self) -> int | None:
+        """The first UTC hour whose hour keys are complete (see :mod:`realtime.keys`), None
+        while no batch has set it. Read once per process: it only changes from unset to set
+        (after a loss of Redis's data it may be set lower, and a higher one is still safe)."""
+        if self._hours_from is None:
+            raw = self.client.get(self.layout.hours_from)
+            self._hours_from = None if raw is None else int(raw)
+        return self._hours_from
+
+    def _counter_keys(self, site: str, minutes: range) -> list[str]:
+        hours, rest = _split_hours(minutes, self.hours_from())
+        return [*(self.layout.hour_counters(site, h) for h in hours), *(self.layout.counters(site, m) for m in rest)]
+
+    def _visitor_keys(self, site: str, minutes: range) -> list[str]:
+        hours, rest = _split_hours(minutes, self.hours_from())
+        return [*(self.layout.hour_visitors(site, h) for h in hours), *(self.layout.visitors(site, m) for m in rest)]
 
     def _run(self, queue: Callable[[Pipeline], Parse[T]]) -> T:
         pipe = self.client.pipeline(transaction=False)
@@ -131,35 +160,41 @@ class RealtimeQueries:
         buckets = [
             range(m, min(m - m % step + step, minutes.stop)) for m in minutes if m == minutes.start or m % step == 0
         ]
-        for bucket in buckets:
-            if metric == "visitors":
-                keys = [
-                    self.layout.dim_visitors(site, m, *filter_) if filter_ else self.layout.visitors(site, m)
-                    for m in bucket
-                ]
-                pipe.pfcount(*keys)
-            else:
-                for m in bucket:
-                    if filter_:
-                        pipe.zscore(self.layout.top(site, m, filter_[0]), filter_[1])
-                    else:
-                        pipe.hget(self.layout.counters(site, m), "events" if metric == "events" else metric)
-                        if metric == "events":
-                            pipe.hget(self.layout.counters(site, m), "bot_events")
+        values = self._queue_ranges(pipe, site, metric, buckets, filter_)
+        return lambda raw: [(bucket.start * 60_000, value) for bucket, value in zip(buckets, values(raw), strict=True)]
 
-        def parse(raw: Iterator[Any]) -> list[tuple[int, int]]:
-            points = []
-            for bucket in buckets:
-                if metric == "visitors":
-                    value = _num(next(raw))
-                elif metric == "events":
-                    value = sum(_num(next(raw)) - _num(next(raw)) for _ in bucket)
+    def _queue_ranges(
+        self, pipe: Pipeline, site: str, metric: str, ranges: Sequence[range], filter_: tuple[str, str] | None
+    ) -> Parse[list[int]]:
+        """``metric`` of each range of minutes. Whole hours are read from the hour keys when
+        there is no filter; visitors of a range are one HyperLogLog merge."""
+        if metric == "visitors":
+            for minutes in ranges:
+                if filter_:
+                    pipe.pfcount(*[self.layout.dim_visitors(site, m, *filter_) for m in minutes])
                 else:
-                    value = sum(_num(next(raw)) for _ in bucket)
-                points.append((bucket.start * 60_000, value))
-            return points
+                    pipe.pfcount(*self._visitor_keys(site, minutes))
+            return lambda raw: [_num(next(raw)) for _ in ranges]
+        if filter_:
+            reads = [len(minutes) for minutes in ranges]
+            for minutes in ranges:
+                for m in minutes:
+                    pipe.zscore(self.layout.top(site, m, filter_[0]), filter_[1])
+            return lambda raw: [sum(_num(next(raw)) for _ in range(n)) for n in reads]
+        key_groups = [self._counter_keys(site, minutes) for minutes in ranges]
+        for keys in key_groups:
+            for key in keys:
+                if metric == "events":
+                    pipe.hmget(key, "events", "bot_events")
+                else:
+                    pipe.hget(key, metric)
+        if metric == "events":  # the counters' events include bots; the metric is the rest
 
-        return parse
+            def humans(raw: Iterator[Any]) -> list[int]:
+                return [sum(_num(e) - _num(b) for e, b in (next(raw) for _ in keys)) for keys in key_groups]
+
+            return humans
+        return lambda raw: [sum(_num(next(raw)) for _ in keys) for keys in key_groups]
 
     def spans(
         self, site: str, metric: str, spans: list[tuple[int, int]], filter_: tuple[str, str] | None = None
@@ -175,23 +210,7 @@ class RealtimeQueries:
         ranges = [_minutes(start, end) for start, end in spans]
         if not ranges:
             return []
-        pipe = self.client.pipeline(transaction=False)
-        for minutes in ranges:
-            if metric == "visitors":
-                if filter_:
-                    pipe.pfcount(*[self.layout.dim_visitors(site, m, *filter_) for m in minutes])
-                else:
-                    pipe.pfcount(*[self.layout.visitors(site, m) for m in minutes])
-            else:
-                for m in minutes:
-                    if filter_:
-                        pipe.zscore(self.layout.top(site, m, filter_[0]), filter_[1])
-                    else:
-                        pipe.hget(self.layout.counters(site, m), "pageviews")
-        raw = iter(pipe.execute())
-        if metric == "visitors":
-            return [_num(next(raw)) for _ in ranges]
-        return [sum(_num(next(raw)) for _ in minutes) for minutes in ranges]
+        return self._run(lambda pipe: self._queue_ranges(pipe, site, metric, ranges, filter_))
 
     def totals(self, site: str, start_ms: int, end_ms: int) -> dict[str, int]:
         """Page views, events (bots excluded), bot events and unique visitors of the range."""
@@ -199,12 +218,13 @@ class RealtimeQueries:
 
     def _queue_totals(self, pipe: Pipeline, site: str, start_ms: int, end_ms: int) -> Parse[dict[str, int]]:
         minutes = _minutes(start_ms, end_ms)
-        for m in minutes:
-            pipe.hmget(self.layout.counters(site, m), "pageviews", "events", "bot_events")
-        pipe.pfcount(*[self.layout.visitors(site, m) for m in minutes])
+        keys = self._counter_keys(site, minutes)
+        for key in keys:
+            pipe.hmget(key, *COUNTER_FIELDS)
+        pipe.pfcount(*self._visitor_keys(site, minutes))
 
         def parse(raw: Iterator[Any]) -> dict[str, int]:
-            rows = [next(raw) for _ in minutes]
+            rows = [next(raw) for _ in keys]
             visitors = next(raw)
             pv = sum(_num(r[0]) for r in rows)
             bots = sum(_num(r[2]) for r in rows)

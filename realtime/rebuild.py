@@ -3,7 +3,8 @@
 Replaying is safe at any time: the store counts each event id once, so a replay restores
 what is missing (e.g. after Redis lost its data) and changes nothing else. With ``reset``
 the range's counters and the dedup marks of its events are deleted first, so counts that
-are wrong for any reason are recomputed from the log. A reset races with live workers only
+are wrong for any reason are recomputed from the log; as hour keys sum whole hours, a reset
+clears and replays the whole UTC hours its range touches. A reset races with live workers only
 for events arriving during the rebuild at the live edge; reset ranges that end in the past,
 or stop the workers for a reset of the last minutes.
 
@@ -21,6 +22,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from footfall.config import Config
 from footfall.events import Event, InvalidEvent, decode
+from realtime.keys import HOUR_MS, bucket_of
 from realtime.store import CounterStore
 
 SKEW_MS = 5 * 60 * 1000
@@ -72,12 +74,15 @@ def rebuild(
     topic: str | None = None,
     progress: Callable[[int], None] = lambda _: None,
 ) -> dict[str, int]:
-    """Replay ``site``'s events with ``start_ms <= ts < end_ms``; return counts of what happened."""
+    """Replay ``site``'s events with ``start_ms <= ts < end_ms`` (with ``reset``: of the whole
+    hours the range touches); return counts of what happened."""
     if not _SITE.match(site):
         raise ValueError(f"not a site id: {site!r}")
     if end_ms <= start_ms:
         raise ValueError("the end of the range must be after its start")
     topic = topic or cfg.events_topic
+    if reset:  # the hour keys (realtime.keys) are cleared whole, so their hours are replayed whole
+        start_ms, end_ms = start_ms // HOUR_MS * HOUR_MS, -(-end_ms // HOUR_MS) * HOUR_MS
     wanted = lambda e: e.site_id == site and start_ms <= e.ts < end_ms  # noqa: E731
     counts = {"read": 0, "counted": 0, "duplicates": 0, "late": 0, "deleted_keys": 0}
     if reset:
@@ -107,11 +112,19 @@ def _delete_range(
 ) -> int:
     deleted = 0
     pipe = store.client.pipeline(transaction=False)
-    for minute in range(start_ms // 60_000, -(-end_ms // 60_000)):
-        # The site id is validated above, so the pattern holds no user-supplied wildcards.
-        for key in store.client.scan_iter(match=store.layout.minute_pattern(site, minute), count=1000):
+    minutes = range(start_ms // 60_000, -(-end_ms // 60_000))
+    hours = range(start_ms // HOUR_MS, end_ms // HOUR_MS)  # whole hours: see rebuild()
+    # One SCAN of the site's keys: a SCAN walks the whole keyspace whatever its pattern, so
+    # one per minute of the range would cost minutes x every key of every site. The site
+    # id is validated above, so the pattern holds no user-supplied wildcards.
+    for raw in store.client.scan_iter(match=store.layout.site_pattern(site), count=1000):
+        key = raw.decode() if isinstance(raw, bytes) else raw
+        bucket = bucket_of(key)
+        if bucket is not None and bucket[1] in (minutes if bucket[0] == "minute" else hours):
             pipe.unlink(key)
             deleted += 1
+            if len(pipe) >= 5000:
+                pipe.execute()
     for event in _read(cfg, topic, start_ms, lambda _: None):
         if wanted(event):
             pipe.unlink(store.layout.dedup(site, event.event_id))

@@ -22,11 +22,12 @@ import redis
 
 from footfall.events import Event
 from realtime.aggregate import Batch, aggregate, without
-from realtime.keys import ACTIVE_WINDOW_MS, KeyLayout
+from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, KeyLayout
 
 # ARGV: dedup ttl, n, n dedup keys, then ops: "Z" key member incr | "H" key field incr |
 # "P" key count members... | "A" key member score | "S" key field value | "E" key unix-seconds |
-# "T" key max-score (trim a sorted set of last-seen times)
+# "T" key max-score (trim a sorted set of last-seen times) |
+# "M" key stats-key hour (set the hours_from marker once: see realtime.keys)
 APPLY = """
 local ttl = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
@@ -48,6 +49,13 @@ while i <= #ARGV do
   elseif op == 'S' then redis.call('HSET', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]); i = i + 4
   elseif op == 'E' then redis.call('EXPIREAT', ARGV[i + 1], ARGV[i + 2]); i = i + 3
   elseif op == 'T' then redis.call('ZREMRANGEBYSCORE', ARGV[i + 1], '-inf', ARGV[i + 2]); i = i + 3
+  elseif op == 'M' then
+    if redis.call('EXISTS', ARGV[i + 1]) == 0 then
+      local from = 0
+      if redis.call('EXISTS', ARGV[i + 2]) == 1 then from = ARGV[i + 3] end
+      redis.call('SET', ARGV[i + 1], from)
+    end
+    i = i + 4
   else return redis.error_reply('unknown op ' .. tostring(op)) end
 end
 return {}
@@ -102,6 +110,8 @@ class CounterStore:
         self, batch: Batch, offsets: Mapping[str, int], group: str, now_ms: int, duplicates: int = 0
     ) -> list[object]:
         args: list[object] = [self.layout.retention_s, len(batch.dedup_keys), *batch.dedup_keys]
+        # Before anything else of this step touches the stats: do they show older counts?
+        args += ["M", self.layout.hours_from, self.layout.stats, now_ms // HOUR_MS + 1]
         for (key, member), incr in batch.zincr.items():
             args += ["Z", key, member, incr]
         for (key, field), incr in batch.hincr.items():

@@ -26,14 +26,41 @@ def test_same_events_same_batch() -> None:
     assert list(a.dedup_keys) == list(b.dedup_keys)
 
 
+def is_hour_key(key: str) -> bool:
+    return key.split(":")[3].startswith("h")
+
+
 def test_counts_sum_to_the_events() -> None:
     batch = events(500)
     agg = aggregate(batch, LAYOUT, NOW)
-    assert sum(v for (k, f), v in agg.hincr.items() if f == "pageviews") == 500
+    assert sum(v for (k, f), v in agg.hincr.items() if f == "pageviews" and not is_hour_key(k)) == 500
     page_total = sum(v for (k, _), v in agg.zincr.items() if k.endswith(":top:page"))
     assert page_total == 500
     minute = batch[0].ts // 60_000
     assert agg.expire_at[LAYOUT.counters("demo", minute)] == (minute + 1) * 60 + 3600
+
+
+def test_hour_keys_sum_their_minutes() -> None:
+    """Events over three UTC hours: each hour's hash and visitors are its minutes' sums and
+    union, and expire with the hour's last minute."""
+    traffic = DemoTraffic(seed=2, visitors=40)
+    start = NOW // 3_600_000 * 3_600_000 - 2 * 3_600_000
+    batch = [traffic.event(start + i * 7_000) for i in range(1500)]  # up to 2 h 55 min
+    agg = aggregate(batch, KeyLayout(retention_s=48 * 3600), NOW)
+    for hour in range(start // 3_600_000, start // 3_600_000 + 3):
+        minutes = range(hour * 60, hour * 60 + 60)
+        in_hour = [e for e in batch if e.ts // 3_600_000 == hour]
+        hour_fields = {f: v for (k, f), v in agg.hincr.items() if k == LAYOUT.hour_counters("demo", hour)}
+        minute_fields: dict[str, int] = {}
+        for (k, f), v in agg.hincr.items():
+            if k in {LAYOUT.counters("demo", m) for m in minutes}:
+                minute_fields[f] = minute_fields.get(f, 0) + v
+        assert hour_fields == minute_fields
+        assert hour_fields["pageviews"] == len(in_hour)
+        hour_uv = agg.pfadd[LAYOUT.hour_visitors("demo", hour)]
+        assert hour_uv == {e.visitor_id for e in in_hour}
+        expires = agg.expire_at[LAYOUT.hour_counters("demo", hour)]
+        assert expires == agg.expire_at[LAYOUT.hour_visitors("demo", hour)] == (hour + 1) * 3600 + 48 * 3600
 
 
 def test_duplicates_within_a_batch_count_once() -> None:
@@ -41,7 +68,7 @@ def test_duplicates_within_a_batch_count_once() -> None:
     agg = aggregate(batch + batch[:10], LAYOUT, NOW)
     assert agg.events == 50
     assert agg.duplicates_in_batch == 10
-    assert sum(v for (k, f), v in agg.hincr.items() if f == "pageviews") == 50
+    assert sum(v for (k, f), v in agg.hincr.items() if f == "pageviews" and not is_hour_key(k)) == 50
 
 
 def test_late_events_are_left_to_the_batch_layer() -> None:

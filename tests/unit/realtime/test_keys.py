@@ -1,0 +1,42 @@
+"""Key names of the realtime store (pure): buckets read back from names, hours split from minutes."""
+
+from __future__ import annotations
+
+import pytest
+
+from realtime.keys import KeyLayout, bucket_of
+from realtime.queries import _split_hours
+
+LAYOUT = KeyLayout()
+
+
+def test_bucket_of_reads_back_every_bucket_key() -> None:
+    site, minute = "shop-1_a", 29_395_000
+    for key in (
+        LAYOUT.counters(site, minute),
+        LAYOUT.visitors(site, minute),
+        LAYOUT.top(site, minute, "page"),
+        LAYOUT.dim_visitors(site, minute, "refurl", "https://x.example/a:b"),
+    ):
+        assert bucket_of(key) == ("minute", minute)
+    for key in (LAYOUT.hour_counters(site, minute // 60), LAYOUT.hour_visitors(site, minute // 60)):
+        assert bucket_of(key) == ("hour", minute // 60)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["ff:rt:shop:active", "ff:rt:seen:shop:0190-ab", "ff:rt:stats", "ff:rt:offsets:realtime", "ff:rt:hours_from",
+     "other:rt:shop:123:c", "ff:rt:shop:hx1:c", "ff:rt:shop:12a:c"],
+)  # fmt: skip
+def test_bucket_of_leaves_other_keys_alone(key: str) -> None:
+    assert bucket_of(key) is None
+
+
+def test_split_hours_keeps_whole_hours_from_the_marker_on() -> None:
+    minutes = range(10 * 60 + 17, 14 * 60 + 5)  # 10:17 to 14:05
+    assert _split_hours(minutes, 0) == (range(11, 14), [*range(617, 660), *range(840, 845)])
+    assert _split_hours(minutes, 12) == (range(12, 14), [*range(617, 720), *range(840, 845)])
+    assert _split_hours(minutes, 14) == (range(0), list(minutes))
+    assert _split_hours(minutes, None) == (range(0), list(minutes))
+    assert _split_hours(range(600, 660), 0) == (range(10, 11), [])
+    assert _split_hours(range(601, 659), 0) == (range(0), list(range(601, 659)))
