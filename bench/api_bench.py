@@ -540,6 +540,8 @@ def raw_round(
 # --- the server and the clients ----------------------------------------------------------------------
 def port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As gunicorn binds: connections of the previous run still in TIME-WAIT do not count.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
