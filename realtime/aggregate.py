@@ -140,16 +140,22 @@ def _emit(batch: Batch, layout: KeyLayout, site: str, minute: int, bucket: _Minu
         hour_uv = layout.hour_visitors(site, hour)
         batch.pfadd[hour_uv] |= bucket.visitors
         batch.expire_at[hour_uv] = layout.hour_expires_at(hour)
-    tops: dict[str, str] = {}
+    hour_expires = layout.hour_expires_at(hour)
+    tops: dict[str, tuple[str, str]] = {}
     for (dim, value), incr in bucket.top.items():
-        if (top := tops.get(dim)) is None:
-            top = tops[dim] = layout.top(site, minute, dim)
-            batch.expire_at[top] = expires
-        batch.zincr[(top, value)] += incr
+        if (keys := tops.get(dim)) is None:
+            keys = tops[dim] = (layout.top(site, minute, dim), layout.hour_top(site, hour, dim))
+            batch.expire_at[keys[0]] = expires
+            batch.expire_at[keys[1]] = hour_expires
+        batch.zincr[(keys[0], value)] += incr
+        batch.zincr[(keys[1], value)] += incr
     for (dim, value), visitors in bucket.dim_visitors.items():
         uv = layout.dim_visitors(site, minute, dim, value)
         batch.pfadd[uv] |= visitors
         batch.expire_at[uv] = expires
+        hour_uv = layout.hour_dim_visitors(site, hour, dim, value)
+        batch.pfadd[hour_uv] |= visitors
+        batch.expire_at[hour_uv] = hour_expires
 
 
 def without(batch_events: Iterable[Event], skip: set[str], layout: KeyLayout, now_ms: int) -> Batch:

@@ -14,10 +14,10 @@ key                                      type        content
 ``ff:rt:{site}:{m}:top:{dim}``           zset        page views per value of ``dim`` (top-N by
                                                      ZREVRANGE; ranges by ZUNION)
 ``ff:rt:{site}:{m}:uv:{dim}:{value}``    HyperLog    visitors per value of ``dim``
-``ff:rt:{site}:h{h}:c``                  hash        the counters of UTC hour ``h = ts_ms // 3600000``:
-                                                     the sum of its minutes' hashes
-``ff:rt:{site}:h{h}:uv``                 HyperLog    the visitors of hour ``h`` (the union of its
-                                                     minutes'), expiring with its last minute
+``ff:rt:{site}:h{h}:c``, ``:uv``,        as above    UTC hour ``h = ts_ms // 3600000``: the sums
+``:top:{dim}``, ``:uv:{dim}:{value}``                (hashes, sorted sets) and unions (HyperLogLogs)
+                                                     of its minutes' keys, expiring with its last
+                                                     minute
 ``ff:rt:hours_from``                     string      first hour ``h`` from which every hour key is
                                                      complete (see below)
 ``ff:rt:{site}:active``                  zset        visitor id -> last event time (ms); concurrent
@@ -31,11 +31,11 @@ key                                      type        content
 =======================================  ==========  =================================================
 
 Hour keys are written by the same atomic step as the minutes they sum, so that a time
-series by hour or a day's totals read 24 keys, not 1,440 (the per-dimension rankings and
-visitors stay per minute). Counters written by a version without hour keys have none: the
-first batch applied by this version sets ``hours_from`` to the next hour when the store
-already holds counts (``ff:rt:stats`` exists), else to 0; readers use hour keys only from
-that hour on, and minutes before it. A reset of the rebuild clears and replays whole hours.
+series by hour, a day's totals or a day's top pages read 24 keys, not 1,440. Counters
+written by a version without hour keys have none: the first batch applied by this version
+sets ``hours_from`` to the next hour when the store already holds counts (``ff:rt:stats``
+exists), else to 0; readers use hour keys only from that hour on, and minutes before it.
+A reset of the rebuild clears and replays whole hours.
 
 Dimensions (:data:`DIMENSIONS`): ``page`` (path), ``ref`` (referrer domain, ``(direct)``
 when none), ``refurl`` (full referrer), ``refpage`` (``ref`` + U+001F + path: which
@@ -109,6 +109,12 @@ class KeyLayout:
 
     def hour_visitors(self, site: str, hour: int) -> str:
         return f"{PREFIX}:{site}:h{hour}:uv"
+
+    def hour_top(self, site: str, hour: int, dim: str) -> str:
+        return f"{PREFIX}:{site}:h{hour}:top:{dim}"
+
+    def hour_dim_visitors(self, site: str, hour: int, dim: str, value: str) -> str:
+        return f"{PREFIX}:{site}:h{hour}:uv:{dim}:{value}"
 
     def active(self, site: str) -> str:
         return f"{PREFIX}:{site}:active"

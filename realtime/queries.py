@@ -118,6 +118,19 @@ class RealtimeQueries:
         hours, rest = _split_hours(minutes, self.hours_from())
         return [*(self.layout.hour_visitors(site, h) for h in hours), *(self.layout.visitors(site, m) for m in rest)]
 
+    def _top_keys(self, site: str, minutes: range, dim: str) -> list[str]:
+        hours, rest = _split_hours(minutes, self.hours_from())
+        layout = self.layout
+        return [*(layout.hour_top(site, h, dim) for h in hours), *(layout.top(site, m, dim) for m in rest)]
+
+    def _dim_visitor_keys(self, site: str, minutes: range, dim: str, value: str) -> list[str]:
+        hours, rest = _split_hours(minutes, self.hours_from())
+        layout = self.layout
+        return [
+            *(layout.hour_dim_visitors(site, h, dim, value) for h in hours),
+            *(layout.dim_visitors(site, m, dim, value) for m in rest),
+        ]
+
     def _run(self, queue: Callable[[Pipeline], Parse[T]]) -> T:
         pipe = self.client.pipeline(transaction=False)
         parse = queue(pipe)
@@ -166,21 +179,21 @@ class RealtimeQueries:
     def _queue_ranges(
         self, pipe: Pipeline, site: str, metric: str, ranges: Sequence[range], filter_: tuple[str, str] | None
     ) -> Parse[list[int]]:
-        """``metric`` of each range of minutes. Whole hours are read from the hour keys when
-        there is no filter; visitors of a range are one HyperLogLog merge."""
+        """``metric`` of each range of minutes, whole hours read from hour keys; visitors of a
+        range are one HyperLogLog merge."""
         if metric == "visitors":
             for minutes in ranges:
                 if filter_:
-                    pipe.pfcount(*[self.layout.dim_visitors(site, m, *filter_) for m in minutes])
+                    pipe.pfcount(*self._dim_visitor_keys(site, minutes, *filter_))
                 else:
                     pipe.pfcount(*self._visitor_keys(site, minutes))
             return lambda raw: [_num(next(raw)) for _ in ranges]
         if filter_:
-            reads = [len(minutes) for minutes in ranges]
-            for minutes in ranges:
-                for m in minutes:
-                    pipe.zscore(self.layout.top(site, m, filter_[0]), filter_[1])
-            return lambda raw: [sum(_num(next(raw)) for _ in range(n)) for n in reads]
+            top_groups = [self._top_keys(site, minutes, filter_[0]) for minutes in ranges]
+            for keys in top_groups:
+                for key in keys:
+                    pipe.zscore(key, filter_[1])
+            return lambda raw: [sum(_num(next(raw)) for _ in keys) for keys in top_groups]
         key_groups = [self._counter_keys(site, minutes) for minutes in ranges]
         for keys in key_groups:
             for key in keys:
@@ -253,8 +266,8 @@ class RealtimeQueries:
             raise QueryError("limit", "must be between 1 and 1000")
         minutes = _minutes(start_ms, end_ms)
         # One ZUNION sums the minutes' sorted sets inside Redis: ~10x cheaper than reading
-        # every minute's members and summing them here (a day is 1,440 keys).
-        pipe.zunion([self.layout.top(site, m, dim) for m in minutes], withscores=True)
+        # every minute's members and summing them here (whole hours are one key each).
+        pipe.zunion(self._top_keys(site, minutes, dim), withscores=True)
 
         def parse(raw: Iterator[Any]) -> list[tuple[str, int]]:
             totals: dict[str, int] = {}
@@ -279,7 +292,7 @@ class RealtimeQueries:
         _check_dim(dim)
         minutes = _minutes(start_ms, end_ms)
         for value in values:
-            pipe.pfcount(*[self.layout.dim_visitors(site, m, dim, value) for m in minutes])
+            pipe.pfcount(*self._dim_visitor_keys(site, minutes, dim, value))
         return lambda raw: [int(next(raw)) for _ in values]
 
     def top(

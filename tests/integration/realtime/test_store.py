@@ -12,6 +12,7 @@ import redis
 
 from footfall.demo import DemoTraffic
 from footfall.events import Event, UserAgent
+from realtime.keys import bucket_of
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 
@@ -128,7 +129,7 @@ def test_whole_hours_are_read_from_hour_keys_with_the_minutes_answers(store: Cou
         for i, e in enumerate(gen.event(now - 170 * 60_000 + i * 5_000) for i in range(2000))
     ]  # fmt: skip
     store.apply(events, now)
-    start, end = (now - 3 * 3_600_000) // 3_600_000 * 3_600_000 + 17 * 60_000, (now // 60_000 + 1) * 60_000
+    start, end = (now - 171 * 60_000) // 60_000 * 60_000, (now // 60_000 + 1) * 60_000  # all events
 
     def bot(e: Event) -> bool:
         return e.ua is not None and e.ua.is_bot
@@ -149,6 +150,10 @@ def test_whole_hours_are_read_from_hour_keys_with_the_minutes_answers(store: Cou
             queries.timeseries(site, "visitors", start, end, "hour"),
             queries.totals(site, start, end),
             queries.spans(site, "pageviews", [(start, start + 90 * 60_000), (start + 90 * 60_000, end)]),
+            queries.top(site, "page", start, end, 50),
+            queries.timeseries(site, "pageviews", start, end, "hour", filter_=("page", "/pricing")),
+            queries.timeseries(site, "visitors", start, end, "hour", filter_=("ref", "google.com")),
+            queries.referrer_pages(site, "google.com", start, end, 50),
         )
 
     store.client.set(store.layout.hours_from, 0)  # every counter of this Redis has its hour keys
@@ -157,7 +162,11 @@ def test_whole_hours_are_read_from_hour_keys_with_the_minutes_answers(store: Cou
     counting = _CountingClient(store.client)
     queries.client = counting  # type: ignore[assignment]
     from_hours = answers(queries)
-    pageviews, humans, bots, visitors, totals, spans = from_hours
+    pageviews, humans, bots, visitors, totals, spans, top, pricing, _, from_google = from_hours
+    assert {row.value: row.pageviews for row in top} == Counter(e.path for e in events if pageview(e))
+    assert pricing == hourly(lambda e: pageview(e) and e.path == "/pricing")
+    google = Counter(e.path for e in events if pageview(e) and e.ref_domain == "google.com")
+    assert {row.value: row.pageviews for row in from_google} == google
     assert pageviews == hourly(pageview)
     assert humans == hourly(lambda e: not bot(e))
     assert bots == hourly(bot)
@@ -177,8 +186,9 @@ def test_whole_hours_are_read_from_hour_keys_with_the_minutes_answers(store: Cou
         assert abs(uv - uv_truth[t // 3_600_000]) <= 0.03 * uv_truth[t // 3_600_000] + 1  # HLL
 
     # The same Redis as an older version left it: minute keys only, hours_from ahead.
-    for hour in range(start // 3_600_000, end // 3_600_000 + 1):
-        store.client.delete(store.layout.hour_counters(site, hour), store.layout.hour_visitors(site, hour))
+    hour_keys = [k for k in store.client.scan_iter(match=f"ff:rt:{site}:h*") if bucket_of(k.decode())]
+    assert len(hour_keys) > 4 * 3  # counters, visitors, rankings and visitors per value of 3-4 hours
+    store.client.delete(*hour_keys)
     store.client.set(store.layout.hours_from, now // 3_600_000 + 1)
     try:
         older = RealtimeQueries(store)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import msgspec
 
 from footfall.demo import DemoTraffic
@@ -34,7 +36,7 @@ def test_counts_sum_to_the_events() -> None:
     batch = events(500)
     agg = aggregate(batch, LAYOUT, NOW)
     assert sum(v for (k, f), v in agg.hincr.items() if f == "pageviews" and not is_hour_key(k)) == 500
-    page_total = sum(v for (k, _), v in agg.zincr.items() if k.endswith(":top:page"))
+    page_total = sum(v for (k, _), v in agg.zincr.items() if k.endswith(":top:page") and not is_hour_key(k))
     assert page_total == 500
     minute = batch[0].ts // 60_000
     assert agg.expire_at[LAYOUT.counters("demo", minute)] == (minute + 1) * 60 + 3600
@@ -59,6 +61,11 @@ def test_hour_keys_sum_their_minutes() -> None:
         assert hour_fields["pageviews"] == len(in_hour)
         hour_uv = agg.pfadd[LAYOUT.hour_visitors("demo", hour)]
         assert hour_uv == {e.visitor_id for e in in_hour}
+        hour_pages = {v: n for (k, v), n in agg.zincr.items() if k == LAYOUT.hour_top("demo", hour, "page")}
+        assert hour_pages == Counter(e.path for e in in_hour)
+        for path in hour_pages:
+            uv = agg.pfadd[LAYOUT.hour_dim_visitors("demo", hour, "page", path)]
+            assert uv == {e.visitor_id for e in in_hour if e.path == path}
         expires = agg.expire_at[LAYOUT.hour_counters("demo", hour)]
         assert expires == agg.expire_at[LAYOUT.hour_visitors("demo", hour)] == (hour + 1) * 3600 + 48 * 3600
 
