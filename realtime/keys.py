@@ -35,7 +35,9 @@ series by hour, a day's totals or a day's top pages read 24 keys, not 1,440. Cou
 written by a version without hour keys have none: the first batch applied by this version
 sets ``hours_from`` to the next hour when the store already holds counts (``ff:rt:stats``
 exists), else to 0; readers use hour keys only from that hour on, and minutes before it.
-A reset of the rebuild clears and replays whole hours.
+A reset of the rebuild clears and replays whole hours. When upgrading, stop the older
+workers before starting these: an older worker still counting after the marker is set would
+leave hours without its share.
 
 Dimensions (:data:`DIMENSIONS`): ``page`` (path), ``ref`` (referrer domain, ``(direct)``
 when none), ``refurl`` (full referrer), ``refpage`` (``ref`` + U+001F + path: which
