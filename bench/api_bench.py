@@ -747,11 +747,11 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     raw_marker = rclient.get(layout.hours_from)
     hours_from = None if raw_marker is None else int(raw_marker)
     seeding["hours_from"] = (
-        None if hours_from is None
+        "never (by minute only)" if hours_from is None
         else "every hour" if hours_from == 0
         else dt.datetime.fromtimestamp(hours_from * 3600, dt.UTC).isoformat()
     )  # fmt: skip
-    print(f"  realtime hour keys read from: {seeding['hours_from'] or 'never (by minute only)'}", flush=True)
+    print(f"  realtime hour keys read from: {seeding['hours_from']}", flush=True)
 
     workdir = Path(tempfile.mkdtemp(prefix="ff-apibench-"))
     if not args.keep_workdir:
@@ -903,7 +903,7 @@ def print_table(res: dict[str, Any]) -> None:
           f"{res['settings']['clients']} clients, think {res['settings']['think_ms']:g} ms; load average "
           f"{res['loadavg_before'][0]} → {res['loadavg_after'][0]} on {res['machine']['cpus']} CPUs")  # fmt: skip
     print(f"CPU ms per request: {res['cpu_ms_per_request']} (bench client {res['client_cpu_ms_per_request']})")
-    print(f"realtime hour keys read from: {res['seeding'].get('hours_from') or 'never (by minute only)'}")
+    print(f"realtime hour keys read from: {res['seeding']['hours_from']}")
     cache = res["settings"]["cache_items"]
     print(f"server cache of settled reads: {f'{cache:,} items per worker' if cache else 'off'}; raw calls: uncached")
     print("times in ms; load = client-side under load, raw = same QueryService call in-process, io = its store I/O")

@@ -123,24 +123,17 @@ def aggregate(events: Iterable[Event], layout: KeyLayout, now_ms: int) -> Batch:
 
 def _emit(batch: Batch, layout: KeyLayout, site: str, minute: int, bucket: _Minute) -> None:
     """Turn one bucket's sums into the batch's keyed operations and expiry times."""
-    expires = layout.expires_at(minute)
-    counters = layout.counters(site, minute)
-    batch.expire_at[counters] = expires
-    for name, incr in bucket.hincr.items():
-        batch.hincr[(counters, name)] += incr
+    # Each minute's sums also go to its hour's keys (see realtime.keys), in the same batch.
     hour = minute // 60
-    hour_counters = layout.hour_counters(site, hour)
-    batch.expire_at[hour_counters] = layout.hour_expires_at(hour)
-    for name, incr in bucket.hincr.items():
-        batch.hincr[(hour_counters, name)] += incr
+    expires, hour_expires = layout.expires_at(minute), layout.hour_expires_at(hour)
+    for counters, when in ((layout.counters(site, minute), expires), (layout.hour_counters(site, hour), hour_expires)):
+        batch.expire_at[counters] = when
+        for name, incr in bucket.hincr.items():
+            batch.hincr[(counters, name)] += incr
     if bucket.visitors:
-        uv = layout.visitors(site, minute)
-        batch.pfadd[uv] |= bucket.visitors
-        batch.expire_at[uv] = expires
-        hour_uv = layout.hour_visitors(site, hour)
-        batch.pfadd[hour_uv] |= bucket.visitors
-        batch.expire_at[hour_uv] = layout.hour_expires_at(hour)
-    hour_expires = layout.hour_expires_at(hour)
+        for uv, when in ((layout.visitors(site, minute), expires), (layout.hour_visitors(site, hour), hour_expires)):
+            batch.pfadd[uv] |= bucket.visitors
+            batch.expire_at[uv] = when
     tops: dict[str, tuple[str, str]] = {}
     for (dim, value), incr in bucket.top.items():
         if (keys := tops.get(dim)) is None:
@@ -150,12 +143,12 @@ def _emit(batch: Batch, layout: KeyLayout, site: str, minute: int, bucket: _Minu
         batch.zincr[(keys[0], value)] += incr
         batch.zincr[(keys[1], value)] += incr
     for (dim, value), visitors in bucket.dim_visitors.items():
-        uv = layout.dim_visitors(site, minute, dim, value)
-        batch.pfadd[uv] |= visitors
-        batch.expire_at[uv] = expires
-        hour_uv = layout.hour_dim_visitors(site, hour, dim, value)
-        batch.pfadd[hour_uv] |= visitors
-        batch.expire_at[hour_uv] = hour_expires
+        for uv, when in (
+            (layout.dim_visitors(site, minute, dim, value), expires),
+            (layout.hour_dim_visitors(site, hour, dim, value), hour_expires),
+        ):
+            batch.pfadd[uv] |= visitors
+            batch.expire_at[uv] = when
 
 
 def without(batch_events: Iterable[Event], skip: set[str], layout: KeyLayout, now_ms: int) -> Batch:

@@ -75,9 +75,10 @@ def _minutes(start_ms: int, end_ms: int) -> range:
 def _split_hours(minutes: range, hours_from: int | None) -> tuple[range, list[int]]:
     """The whole UTC hours inside ``minutes`` that hour keys answer (from ``hours_from`` on;
     none when it is unknown), and the minutes left for minute keys."""
-    first = -(-minutes.start // 60) if hours_from is None else max(-(-minutes.start // 60), hours_from)
-    stop = minutes.stop // 60
-    if hours_from is None or stop <= first:
+    if hours_from is None:
+        return range(0), list(minutes)
+    first, stop = max(-(-minutes.start // 60), hours_from), minutes.stop // 60
+    if stop <= first:
         return range(0), list(minutes)
     return range(first, stop), [*range(minutes.start, first * 60), *range(stop * 60, minutes.stop)]
 
@@ -110,26 +111,31 @@ class RealtimeQueries:
             self._hours_from = None if raw is None else int(raw)
         return self._hours_from
 
-    def _counter_keys(self, site: str, minutes: range) -> list[str]:
+    def _bucket_keys(self, minutes: range, by_hour: Callable[[int], str], by_minute: Callable[[int], str]) -> list[str]:
+        """The keys that cover ``minutes``: one per whole hour the hour keys answer, one per
+        minute left over."""
         hours, rest = _split_hours(minutes, self.hours_from())
-        return [*(self.layout.hour_counters(site, h) for h in hours), *(self.layout.counters(site, m) for m in rest)]
+        return [*map(by_hour, hours), *map(by_minute, rest)]
+
+    def _counter_keys(self, site: str, minutes: range) -> list[str]:
+        layout = self.layout
+        return self._bucket_keys(minutes, lambda h: layout.hour_counters(site, h), lambda m: layout.counters(site, m))
 
     def _visitor_keys(self, site: str, minutes: range) -> list[str]:
-        hours, rest = _split_hours(minutes, self.hours_from())
-        return [*(self.layout.hour_visitors(site, h) for h in hours), *(self.layout.visitors(site, m) for m in rest)]
+        layout = self.layout
+        return self._bucket_keys(minutes, lambda h: layout.hour_visitors(site, h), lambda m: layout.visitors(site, m))
 
     def _top_keys(self, site: str, minutes: range, dim: str) -> list[str]:
-        hours, rest = _split_hours(minutes, self.hours_from())
         layout = self.layout
-        return [*(layout.hour_top(site, h, dim) for h in hours), *(layout.top(site, m, dim) for m in rest)]
+        return self._bucket_keys(minutes, lambda h: layout.hour_top(site, h, dim), lambda m: layout.top(site, m, dim))
 
     def _dim_visitor_keys(self, site: str, minutes: range, dim: str, value: str) -> list[str]:
-        hours, rest = _split_hours(minutes, self.hours_from())
         layout = self.layout
-        return [
-            *(layout.hour_dim_visitors(site, h, dim, value) for h in hours),
-            *(layout.dim_visitors(site, m, dim, value) for m in rest),
-        ]
+        return self._bucket_keys(
+            minutes,
+            lambda h: layout.hour_dim_visitors(site, h, dim, value),
+            lambda m: layout.dim_visitors(site, m, dim, value),
+        )
 
     def _run(self, queue: Callable[[Pipeline], Parse[T]]) -> T:
         pipe = self.client.pipeline(transaction=False)
