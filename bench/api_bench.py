@@ -17,7 +17,7 @@ rollup documents as :func:`historical.store.load_day` writes them (daily, 24 hou
 of ~200 pages, ~50 referrers and their referrer URLs, referrer→page pairs, entry pages, UTM,
 browsers, OS, devices, countries, with a weekly rhythm and noise; plus ``batch_runs``) ending
 ``--unsettled`` site-local days before today (``--loader insert``: the same documents by plain
-inserts, as FerretDB's upserts scan the collection; ``load_day``: the real loader), and
+inserts, faster to seed; ``load_day``: the real loader), and
 ``--events`` page views in the Redis counters spread over the realtime retention window
 (DemoTraffic visitors, user agents and countries, pages and referrers drawn from the same
 vocabulary as the rollups, a daily rhythm), applied with :func:`realtime.aggregate.aggregate`
@@ -952,7 +952,7 @@ def main(argv: list[str] | None = None) -> int:
         "--loader",
         choices=("insert", "load_day"),
         default="insert",
-        help="insert: the documents load_day writes, by plain inserts (fast on FerretDB); load_day: the real loader",
+        help="insert: the documents load_day writes, by plain inserts (faster); load_day: the real loader",
     )
     parser.add_argument(
         "--endpoints", default="", help="comma-separated name prefixes: only these endpoints of the mix (default all)"
@@ -967,10 +967,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-workdir", action="store_true", help="keep the SQLite database and gunicorn log")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    if args.loader == "load_day":
-        # FerretDB 1.24 (SQLite) hangs on a bulk write of more than ~100 updates (its connection
-        # pool runs dry); smaller batches stay clear of it.
-        historical.store.BULK = 90
     handle_signals()
     try:
         with contextlib.ExitStack() as cleanup:

@@ -1,4 +1,4 @@
-"""Historical rollups in MongoDB (pymongo only, so MongoDB and FerretDB serve alike).
+"""Historical rollups in MongoDB (pymongo only, so MongoDB and any Mongo-wire server serve alike).
 
 Collections (database ``MONGO_DB``):
 
@@ -42,11 +42,11 @@ DAILY, HOURLY, BREAKDOWNS, RUNS, RECONCILIATION = (
     "batch_runs",
     "reconciliation",
 )
-# Statements per bulk write. FerretDB 1.x (the local Mongo-wire server) keeps every update
-# statement's cursor open until the whole command ends, each holding one of its 100 SQLite
-# connections; a command replacing more than ~100 existing documents then waits forever for
-# a connection (seen as a hung re-run of a day). 50 stays clear of that and costs MongoDB
-# little: a day's documents are a few thousand at most.
+# Statements per bulk write. FerretDB 1.x (a Mongo-wire server some users run, and the local
+# stack's until 2026-11-24) keeps every update statement's cursor open until the whole command
+# ends, each holding one of its 100 SQLite connections; a command replacing more than ~100
+# existing documents then waits forever for a connection (seen as a hung re-run of a day).
+# 50 stays clear of that and costs MongoDB little: a day's documents are a few thousand at most.
 BULK = 50
 
 

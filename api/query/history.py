@@ -55,8 +55,8 @@ class Settlement:
 def settlement(db: Database, site: str, since: str) -> Settlement:
     """The completed days of ``site`` from ``since`` on, with the watermark: one read of
     ``batch_runs`` when any day from ``since`` on is complete (the latest of them is the
-    watermark), a second of one document otherwise. A query needs both, and on FerretDB
-    (the local Mongo-wire server) every read is a pass over the collection."""
+    watermark), a second of one document otherwise. A query needs both, and on the local
+    Mongo-wire server (no secondary indexes) every read is a pass over the collection."""
     query = {"site_id": site, "status": "complete", "day": {"$gte": since}}
     runs = list(db[RUNS].find(query, {"day": 1, "generation": 1}))
     days = frozenset(doc["day"] for doc in runs)
@@ -111,7 +111,7 @@ def breakdown(
     projection["visit_duration_s"] = 1
     out: dict[str, Sums] = {}
     # Grouped here rather than with $group: one indexed scan, and the same code on MongoDB
-    # and on FerretDB (whose aggregation support differs between versions).
+    # and on the Mongo-wire servers (whose aggregation support differs).
     for doc in db[BREAKDOWNS].find(query, projection):
         key = doc["page"] if ref is not None else doc["ref"] if page is not None else doc["value"]
         out.setdefault(key, Sums()).add(doc)

@@ -132,7 +132,8 @@ class QueryService:
         notes: list[str] = []
 
         # Each rollup is read only for the days whose buckets use it: an hour series reads
-        # no daily documents (on FerretDB every read is a pass over the collection).
+        # no daily documents (on a Mongo-wire server without secondary indexes every read is a
+        # pass over the collection).
         batch = [p for p in pieces if p.source == "batch" and p.day]
         whole_days = {p.day for p in batch if p.hour is None}
         hours = any(p.hour is not None for p in batch)

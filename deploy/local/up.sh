@@ -51,7 +51,7 @@ Footfall is running (state in ${FOOTFALL_STATE_DIR:-$HOME/.local/state/footfall}
                  curl -H "Authorization: Bearer \$(cat $key_file)" http://127.0.0.1:${FOOTFALL_WEB_PORT}/api/v1/sites/demo/realtime
   Kafka          ${KAFKA_BOOTSTRAP_SERVERS}  (topics: events, events.invalid)
   Redis          ${REDIS_URL}
-  Mongo-wire     ${MONGO_URL}  (FerretDB; production uses MongoDB)
+  Mongo-wire     ${MONGO_URL}  (mongo-java-server; production uses MongoDB)
   Collector      POST http://127.0.0.1:${FOOTFALL_WEB_PORT}/collect, GET /p.gif, tracker /footfall.js
   Demo traffic   page views for site "demo" through the collector's batch API into Kafka
                  (API key with ingest+read scopes in $key_file)

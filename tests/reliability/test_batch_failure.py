@@ -5,7 +5,7 @@ documents identical to an uninterrupted run's.
 Two local days of traffic (duplicates, bots, stragglers) go through Kafka into the archive.
 A clean rollup task gives the reference documents; then the day being written is tampered with
 (a stale document, a wrong total) and one rollup task is sent whose attempts are broken in turn:
-the Spark job's processes are SIGKILLed, or FerretDB is SIGKILLed (then started again), each
+the Spark job's processes are SIGKILLed, or the Mongo-wire server is SIGKILLed (then started again), each
 time once the first day is loaded and the second is being written. Spark runs are what this
 costs, so CI uses the fewest that prove the point: the reference, one attempt per kind of
 fault, and the completing retry.

@@ -1,8 +1,8 @@
 """How many Mongo reads a query costs, over the real Mongo-wire server: every read is a
-pass over a collection on FerretDB, so the query layer reads ``batch_runs`` once per query
-(settled days and watermark together), the daily rollups once per aggregate, however
-many periods it compares, and with its cache nothing but ``batch_runs`` for a repeated
-query until a day of it is loaded again."""
+pass over a collection on the local Mongo-wire server (no secondary indexes), so the query
+layer reads ``batch_runs`` once per query (settled days and watermark together), the daily
+rollups once per aggregate, however many periods it compares, and with its cache nothing
+but ``batch_runs`` for a repeated query until a day of it is loaded again."""
 
 from __future__ import annotations
 
