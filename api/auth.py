@@ -4,21 +4,65 @@
 (:class:`collector.models.ApiKey`), compared in constant time, carry scopes and can be
 revoked. A key reading another site's data gets 404 — the same answer as for a site that
 does not exist, so keys cannot probe which sites exist.
+
+A verified key is remembered by each web process for :data:`KEY_CACHE_TTL_S` seconds (by the
+SHA-256 of the key, never the key itself), so a request does not pay a database query for
+its key: that query was 0.6-0.9 ms of a 7 ms request. A revocation therefore takes effect
+at once in the process that revokes and within that time everywhere else.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
+from functools import cache
+
+from cachetools import TTLCache
+from django.db.models.signals import post_delete, post_save
 from django.http import Http404
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from limits import RateLimitItemPerMinute
+from limits.storage import RedisStorage
+from limits.strategies import SlidingWindowCounterRateLimiter
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from collector.models import ApiKey
 from collector.runtime import footfall_config
+
+KEY_CACHE_TTL_S = 5.0
+_verified: TTLCache[bytes, ApiKey] = TTLCache(maxsize=10_000, ttl=KEY_CACHE_TTL_S)
+_verified_lock = threading.Lock()
+
+
+def verified_key(key: str) -> ApiKey | None:
+    """The live :class:`ApiKey` for ``key`` (from this process's short-lived memory of
+    verified keys, else the database), or None. Unknown keys are not remembered."""
+    digest = hashlib.sha256(key.encode()).digest()
+    with _verified_lock:
+        row = _verified.get(digest)
+    if row is not None:
+        return row
+    row = ApiKey.authenticate(key)
+    if row is not None:
+        with _verified_lock:
+            _verified[digest] = row
+    return row
+
+
+def forget_verified_keys(**_: object) -> None:
+    """Drop every remembered key (on any change of a key in this process, e.g. a revocation)."""
+    with _verified_lock:
+        _verified.clear()
+
+
+post_save.connect(forget_verified_keys, sender=ApiKey, dispatch_uid="api.auth.forget_verified_keys")
+post_delete.connect(forget_verified_keys, sender=ApiKey, dispatch_uid="api.auth.forget_verified_keys_delete")
 
 
 class ApiKeyAuthentication(BaseAuthentication):
@@ -31,7 +75,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         scheme, _, key = header.partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise AuthenticationFailed("expected the header Authorization: Bearer <api key>")
-        row = ApiKey.authenticate(key.strip())
+        row = verified_key(key.strip())
         if row is None:
             raise AuthenticationFailed("unknown or revoked API key")
         return row, row
@@ -54,18 +98,35 @@ class SiteReadAccess(BasePermission):
         return True
 
 
-class ApiKeyRateThrottle(SimpleRateThrottle):
-    """Requests per minute per API key (``FOOTFALL_API_RATE_PER_MINUTE``), counted in the
-    Django cache (Redis), so every web process shares the budget."""
+@cache
+def _rate_limiter() -> SlidingWindowCounterRateLimiter:
+    # The Django cache's Redis database, as DRF's cache-based throttle used before.
+    return SlidingWindowCounterRateLimiter(RedisStorage(footfall_config().cache_url, key_prefix="ff:api:rate"))
 
-    scope = "api_key"
 
-    def get_rate(self) -> str:
-        return f"{footfall_config().api_rate_per_minute}/min"
+class ApiKeyRateThrottle(BaseThrottle):
+    """``FOOTFALL_API_RATE_PER_MINUTE`` requests per API key, as a sliding window counted in
+    Redis by ``limits`` (one script call per request, whatever the rate), so every web
+    process shares the budget. Replaces DRF's cache throttle, which read and wrote a list of
+    every request time of the last minute per request (two round trips, growing with the rate)."""
 
-    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+    def __init__(self) -> None:
+        self._wait: float | None = None
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
         key = request.auth
-        return f"ff:api:throttle:{key.prefix}" if isinstance(key, ApiKey) else None
+        if not isinstance(key, ApiKey):
+            return True
+        item = RateLimitItemPerMinute(footfall_config().api_rate_per_minute)
+        limiter = _rate_limiter()
+        if limiter.hit(item, key.prefix):
+            return True
+        reset_at, _ = limiter.get_window_stats(item, key.prefix)
+        self._wait = max(1.0, reset_at - time.time())
+        return False
+
+    def wait(self) -> float | None:
+        return self._wait
 
 
 class BearerKeyScheme(OpenApiAuthenticationExtension):

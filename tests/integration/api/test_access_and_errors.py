@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
+import api.auth
+from collector.models import ApiKey
 from footfall.config import Config
 from historical.store import BREAKDOWNS, RUNS, connect
 from tests.integration.api.conftest import SiteKey, make_site
@@ -104,6 +108,23 @@ def test_operator_injection_in_every_parameter_does_nothing(
             response = call(client, path, site_key.site.site_id, site_key.key)
             assert response.status_code in (200, 400, 404), (path, response.status_code)
     assert (db[BREAKDOWNS].estimated_document_count(), db[RUNS].estimated_document_count()) == before
+
+
+@pytest.mark.django_db
+def test_a_revoked_key_is_refused_at_once_here_and_within_the_key_memory_elsewhere(
+    site_key: SiteKey, other_site_key: SiteKey
+) -> None:
+    client = Client()
+    assert site_key.get(client, "aggregate").status_code == 200  # now remembered as verified
+    site_key.site.api_keys.get().revoke()  # in this process: the memory is dropped at once
+    assert site_key.get(client, "aggregate").status_code == 401
+
+    assert other_site_key.get(client, "aggregate").status_code == 200
+    # Revoked by another process: no signal here, so the remembered key serves until it expires.
+    ApiKey.objects.filter(site=other_site_key.site).update(revoked_at=timezone.now())
+    assert other_site_key.get(client, "aggregate").status_code == 200
+    api.auth._verified.expire(time.monotonic() + api.auth.KEY_CACHE_TTL_S + 0.1)
+    assert other_site_key.get(client, "aggregate").status_code == 401
 
 
 @pytest.mark.django_db
