@@ -286,8 +286,13 @@ class Mongo(Service):
     def process(self) -> ProcessSpec:
         argv = [
             shutil.which("java") or "java",
-            "-Xmx768m",
+            "-Xmx1g",
             "-XX:+UseG1GC",
+            # A heap exhausted by one huge write (a delete_many of 500,000 documents needed more
+            # than 768 MB) leaves H2's store closed while the server still answers ping; exiting
+            # instead makes the failure visible (`stack status`), and a restart reopens the store
+            # at its last commit.
+            "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
