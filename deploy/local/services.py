@@ -127,6 +127,27 @@ def _need(command: str, *packages: str) -> str:
     return path
 
 
+def _maven_libs(cfg: StackConfig, what: str, pom: Path, version_property: str, version: str, libs: Path) -> None:
+    """Copy the runtime dependencies of ``pom`` (at ``version``) from Maven Central into ``libs``,
+    once: a ``.complete`` marker in ``libs`` says a previous copy finished."""
+    marker = libs / ".complete"
+    if marker.exists():
+        return
+    mvn = _need("mvn", "maven")
+    print(f"resolving {what} {version} from Maven Central (once; cached in {libs})", flush=True)
+    shutil.rmtree(libs, ignore_errors=True)
+    subprocess.run(
+        [
+            mvn, "-B", "-q", "-f", str(pom),
+            f"-Dmaven.repo.local={cfg.cache_dir / 'm2'}",
+            f"-D{version_property}={version}",
+            "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={libs}",
+        ],
+        check=True,
+    )  # fmt: skip
+    marker.write_text(version + "\n")
+
+
 class Service(ABC):
     """One service of the stack; subclasses fill in install/argv/healthy."""
 
@@ -259,22 +280,11 @@ class Mongo(Service):
         # The launcher is recompiled when its source changes (the marker holds its text).
         if marker.exists() and marker.read_text() == source.read_text():
             return
-        mvn = _need("mvn", "maven")
+        _maven_libs(
+            self.cfg, "mongo-java-server", HERE / "mongo" / "pom.xml",
+            "mongo.java.server.version", MONGO_JAVA_SERVER_VERSION, self.libs,
+        )  # fmt: skip
         javac = _need("javac", "openjdk-17-jdk-headless")
-        if not (self.libs / ".complete").exists():
-            print(f"resolving mongo-java-server {MONGO_JAVA_SERVER_VERSION} from Maven Central "
-                  f"(once; cached in {self.libs})", flush=True)  # fmt: skip
-            shutil.rmtree(self.libs, ignore_errors=True)
-            subprocess.run(
-                [
-                    mvn, "-B", "-q", "-f", str(HERE / "mongo" / "pom.xml"),
-                    f"-Dmaven.repo.local={self.cfg.cache_dir / 'm2'}",
-                    f"-Dmongo.java.server.version={MONGO_JAVA_SERVER_VERSION}",
-                    "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={self.libs}",
-                ],
-                check=True,
-            )  # fmt: skip
-            (self.libs / ".complete").write_text(MONGO_JAVA_SERVER_VERSION + "\n")
         shutil.rmtree(self.classes, ignore_errors=True)
         self.classes.mkdir(parents=True)
         subprocess.run([javac, "-cp", f"{self.libs}/*", "-d", str(self.classes), str(source)], check=True)
@@ -334,22 +344,7 @@ class Kafka(Service):
 
     def install(self) -> None:
         _need("java", "openjdk-17-jre-headless")
-        marker = self.libs / ".complete"
-        if marker.exists():
-            return
-        mvn = _need("mvn", "maven")
-        print(f"resolving Apache Kafka {KAFKA_VERSION} from Maven Central (once; cached in {self.libs})", flush=True)
-        shutil.rmtree(self.libs, ignore_errors=True)
-        subprocess.run(
-            [
-                mvn, "-B", "-q", "-f", str(HERE / "kafka" / "pom.xml"),
-                f"-Dmaven.repo.local={self.cfg.cache_dir / 'm2'}",
-                f"-Dkafka.version={KAFKA_VERSION}",
-                "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={self.libs}",
-            ],
-            check=True,
-        )  # fmt: skip
-        marker.write_text(KAFKA_VERSION + "\n")
+        _maven_libs(self.cfg, "Apache Kafka", HERE / "kafka" / "pom.xml", "kafka.version", KAFKA_VERSION, self.libs)
 
     def ports(self) -> list[int]:
         return [self.cfg.kafka_port, self.cfg.kafka_port + 1]
