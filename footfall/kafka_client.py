@@ -7,9 +7,21 @@ because offsets may only move once the effect of a message is durable.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+from collections.abc import Callable
+
+from arroyo.backends.kafka import KafkaConsumer, build_kafka_consumer_configuration
 
 from footfall.config import Config
+
+# Also the rebalance timeout librdkafka sends with JoinGroup: how long a rejoin may wait for
+# members that do not come back. Our loops poll every few seconds, so 120 s only catches a
+# consumer that is truly stuck (the default, 300 s, kept a stalled rejoin waiting minutes).
+MAX_POLL_INTERVAL_MS = 120_000
+# How long a consumer may stay out of its group before it is rebuilt (see GroupWatch).
+REJOIN_LIMIT_S = MAX_POLL_INTERVAL_MS / 1000 + 30
 
 # librdkafka writes its own log lines to stderr unless given a logger; route them through
 # logging so operators filter and ship them like everything else.
@@ -41,11 +53,93 @@ def consumer_config(cfg: Config, group_id: str, **overrides: object) -> dict[str
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
         "partition.assignment.strategy": "cooperative-sticky",
-        # Also the rebalance timeout librdkafka sends with JoinGroup: how long a rejoin may wait
-        # for members that do not come back. A rejoin after a broker restart was seen stalled for
-        # over three minutes (default 300 s; cause not proven). Our loops poll every few seconds,
-        # so 120 s still only catches a stuck consumer.
-        "max.poll.interval.ms": 120_000,
+        "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
         "logger": KAFKA_LOG,
         **overrides,
     }
+
+
+def group_consumer(cfg: Config, group: str, session_timeout_ms: int, watch: GroupWatch) -> KafkaConsumer:
+    """An arroyo consumer in ``group``: manual commits, the earliest offset for a new group,
+    and librdkafka's statistics (every second, as arroyo asks) reported to ``watch`` too.
+
+    arroyo manages assignments itself with the classic eager protocol, so round-robin, not
+    librdkafka's cooperative-sticky (which needs incremental assignment).
+    ``session_timeout_ms`` bounds how long the partitions of a member that died without
+    leaving (kill -9, a lost host) wait before another member takes them."""
+    base = consumer_config(
+        cfg, group, **{"partition.assignment.strategy": "roundrobin", "session.timeout.ms": session_timeout_ms}
+    )
+    arroyo_managed = {"group.id", "enable.auto.commit", "enable.auto.offset.store"}
+    config = build_kafka_consumer_configuration(
+        {k: v for k, v in base.items() if k not in arroyo_managed}, group_id=group, auto_offset_reset="earliest"
+    )
+    arroyo_stats = config.get("stats_cb")
+
+    def on_stats(stats_json: str) -> None:
+        if callable(arroyo_stats):
+            arroyo_stats(stats_json)
+        watch.observe(stats_json)
+
+    config["stats_cb"] = on_stats
+    return KafkaConsumer(config)
+
+
+class GroupWatch:
+    """Notices a consumer whose group membership does not come back, so it can be rebuilt.
+
+    librdkafka has known cases of a consumer that stays out of its group after the group
+    coordinator (a broker) restarts (confluentinc/librdkafka#2944, #3396; here, after a
+    broker restart, a GroupCoordinator request sat in its out-queue and the archiver never
+    rejoined). Nothing errors: ``poll()`` keeps answering, the partitions sit unconsumed,
+    and only a new client recovers. This watch reads the group state from librdkafka's
+    statistics, which ``poll()`` hands to :meth:`observe` (every second), and calls
+    ``on_stuck`` once when the group has been out of its steady joined state for
+    ``limit_s`` seconds in a row. A legitimate rejoin waits at most the rebalance timeout
+    (``max.poll.interval.ms``), hence the default. While the whole cluster is down the
+    consumer is rebuilt every ``limit_s`` too: useless but harmless, and simpler than
+    guessing from connection states which of the two is happening. ``on_stuck`` must only
+    signal (it runs inside ``poll()``); the caller then closes the consumer and builds a new
+    one, with a new watch. Consumers without a group (no ``cgrp`` in the statistics) are
+    never flagged.
+    """
+
+    def __init__(
+        self,
+        limit_s: float = REJOIN_LIMIT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if limit_s <= 0:
+            raise ValueError("limit_s must be positive")
+        self.limit_s = limit_s
+        self.clock = clock
+        self.on_stuck: Callable[[], None] | None = None  # set once the consumer's processor exists
+        self.stuck = False
+        self.state = "unknown"  # the group's last reported "state/join_state"
+        self._unsettled_s = 0.0  # time out of the steady state, in a row
+        self._last: float | None = None
+
+    def observe(self, stats_json: str) -> None:
+        """One librdkafka statistics report (JSON text)."""
+        now = self.clock()
+        elapsed = 0.0 if self._last is None else now - self._last
+        self._last = now
+        stats = json.loads(stats_json)
+        group = stats.get("cgrp")
+        if not group:
+            return
+        self.state = f"{group.get('state')}/{group.get('join_state')}"
+        if group.get("state") == "up" and group.get("join_state") == "steady":
+            self._unsettled_s = 0.0
+            return
+        self._unsettled_s += elapsed
+        if self._unsettled_s >= self.limit_s and not self.stuck:
+            self.stuck = True
+            KAFKA_LOG.error(
+                "consumer out of its group for %.0fs (state %s; the broker is down or the client stuck): "
+                "rebuilding the consumer",
+                self._unsettled_s,
+                self.state,
+            )
+            if self.on_stuck is not None:
+                self.on_stuck()

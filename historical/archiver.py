@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from arroyo.backends.kafka import KafkaConsumer, KafkaPayload, build_kafka_consumer_configuration
+from arroyo.backends.kafka import KafkaPayload
 from arroyo.commit import ONCE_PER_SECOND
 from arroyo.processing import StreamProcessor
 from arroyo.processing.strategies import CommitOffsets, ProcessingStrategy, ProcessingStrategyFactory, Reduce, RunTask
@@ -26,7 +26,7 @@ from arroyo.types import BaseValue, BrokerValue, Commit, Message, Partition, Top
 
 from footfall.config import Config
 from footfall.events import InvalidEvent, decode
-from footfall.kafka_client import consumer_config
+from footfall.kafka_client import GroupWatch, group_consumer
 from historical.archive import Archive, ArchiveRow
 from spark_jobs.schema import partition_path, to_row
 
@@ -92,19 +92,19 @@ def build_archiver(
     max_batch_size: int = 50_000,
     max_batch_time: float = 10.0,
     session_timeout_ms: int = 45_000,
+    watch: GroupWatch | None = None,
 ) -> tuple[StreamProcessor[KafkaPayload], ArchiverFactory]:
-    """A ready-to-run arroyo processor writing ``topic`` (default: events) to the archive."""
+    """A ready-to-run arroyo processor writing ``topic`` (default: events) to the archive.
+
+    Its ``run()`` also returns, without a signal, when ``watch`` (default: a
+    :class:`~footfall.kafka_client.GroupWatch` with its default limit) finds the consumer
+    stuck outside its group: the caller then builds a new processor."""
     archive = Archive(cfg.archive_url)
     archive.sweep_temporary()
-    base = consumer_config(
-        cfg, group, **{"partition.assignment.strategy": "roundrobin", "session.timeout.ms": session_timeout_ms}
-    )
-    consumer = KafkaConsumer(
-        build_kafka_consumer_configuration(
-            {k: v for k, v in base.items() if k not in {"group.id", "enable.auto.commit", "enable.auto.offset.store"}},
-            group_id=group,
-            auto_offset_reset="earliest",
-        )
-    )
+    watch = watch or GroupWatch()
+    consumer = group_consumer(cfg, group, session_timeout_ms, watch)
     factory = ArchiverFactory(archive, max_batch_size, max_batch_time)
-    return StreamProcessor(consumer, Topic(topic or cfg.events_topic), factory, ONCE_PER_SECOND), factory
+    processor = StreamProcessor(consumer, Topic(topic or cfg.events_topic), factory, ONCE_PER_SECOND)
+    # A consumer that cannot get back into its group ends run(); the caller builds a new one.
+    watch.on_stuck = processor.signal_shutdown
+    return processor, factory

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arroyo.backends.kafka import KafkaConsumer, KafkaPayload, KafkaProducer, build_kafka_consumer_configuration
+from arroyo.backends.kafka import KafkaPayload, KafkaProducer
 from arroyo.commit import ONCE_PER_SECOND
 from arroyo.dlq import DlqLimit, DlqPolicy, InvalidMessage, KafkaDlqProducer
 from arroyo.processing import StreamProcessor
@@ -42,7 +42,7 @@ from arroyo.types import BaseValue, BrokerValue, Commit, Message, Partition, Top
 
 from footfall.config import Config
 from footfall.events import Event, InvalidEvent, decode
-from footfall.kafka_client import consumer_config, producer_config
+from footfall.kafka_client import GroupWatch, group_consumer, producer_config
 from realtime.store import CounterStore
 
 log = logging.getLogger(__name__)
@@ -206,6 +206,7 @@ def build_processor(
     max_batch_time: float = 0.5,
     session_timeout_ms: int = 45_000,
     recent_ids: int = RECENT_IDS,
+    watch: GroupWatch | None = None,
 ) -> StreamProcessor[KafkaPayload]:
     """A ready-to-run arroyo processor for the realtime consumer group.
 
@@ -213,19 +214,11 @@ def build_processor(
     leaving the group (kill -9, a lost host) wait before another worker takes them.
     ``recent_ids``: how many counted event ids the worker remembers to leave repeats out
     before the Redis step (about 150 bytes each, held from the first ``recent_ids`` events
-    on; 0 turns it off)."""
-    # arroyo manages assignments itself with the classic eager protocol: round-robin, not
-    # librdkafka's cooperative-sticky (which needs incremental assignment).
-    base = consumer_config(
-        cfg, group, **{"partition.assignment.strategy": "roundrobin", "session.timeout.ms": session_timeout_ms}
-    )
-    consumer = KafkaConsumer(
-        build_kafka_consumer_configuration(
-            {k: v for k, v in base.items() if k not in {"group.id", "enable.auto.commit", "enable.auto.offset.store"}},
-            group_id=group,
-            auto_offset_reset="earliest",
-        )
-    )
+    on; 0 turns it off). ``run()`` also returns, without a signal, when ``watch`` (default: a
+    :class:`~footfall.kafka_client.GroupWatch` with its default limit) finds the consumer
+    stuck outside its group: the caller then builds a new processor."""
+    watch = watch or GroupWatch()
+    consumer = group_consumer(cfg, group, session_timeout_ms, watch)
     dlq = DlqPolicy(
         ReasonDlqProducer(KafkaProducer(producer_config(cfg)), Topic(cfg.invalid_topic), store),
         DlqLimit(),
@@ -236,4 +229,7 @@ def build_processor(
     factory = RealtimeStrategyFactory(
         store, group, max_batch_size, max_batch_time, Heartbeat(store, worker_id), recent=recent
     )
-    return StreamProcessor(consumer, Topic(topic or cfg.events_topic), factory, ONCE_PER_SECOND, dlq_policy=dlq)
+    processor = StreamProcessor(consumer, Topic(topic or cfg.events_topic), factory, ONCE_PER_SECOND, dlq_policy=dlq)
+    # A consumer that cannot get back into its group ends run(); the caller builds a new one.
+    watch.on_stuck = processor.signal_shutdown
+    return processor

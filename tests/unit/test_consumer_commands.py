@@ -15,6 +15,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from django.core.management import call_command
 
+from footfall.kafka_client import GroupWatch
+
 
 class FlakyProcessor:
     """Fails its first run like a broker going away; the second run stops the command."""
@@ -59,3 +61,41 @@ def test_realtime_worker_restarts_after_a_kafka_error(monkeypatch: pytest.Monkey
     monkeypatch.setattr(f"{module}.time", SimpleNamespace(sleep=lambda _s: None))  # no back-off wait
     call_command("run_realtime")
     assert FlakyProcessor.runs == 2
+
+
+class StuckOnceProcessor:
+    """Its first run ends by itself, as when its GroupWatch finds the consumer stuck outside
+    its group; the second run stops the command."""
+
+    runs = 0
+
+    def run(self) -> None:
+        StuckOnceProcessor.runs += 1
+        if StuckOnceProcessor.runs > 1:
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+
+    def signal_shutdown(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("command", ["run_archiver", "run_realtime"])
+def test_a_processor_that_ends_on_its_own_is_built_again_with_a_fresh_watch(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    StuckOnceProcessor.runs = 0
+    watches: list[GroupWatch] = []
+
+    def build(*args: object, **_kwargs: object) -> object:
+        watches.append(next(a for a in args if isinstance(a, GroupWatch)))
+        return (StuckOnceProcessor(), Factory()) if command == "run_archiver" else StuckOnceProcessor()
+
+    if command == "run_archiver":
+        monkeypatch.setattr("historical.management.commands.run_archiver.build_archiver", build)
+    else:
+        monkeypatch.setattr("realtime.management.commands.run_realtime.build_processor", build)
+        monkeypatch.setattr("realtime.management.commands.run_realtime.get_store", lambda: None)
+    call_command(command, "--rejoin-limit-s", "42")
+    assert StuckOnceProcessor.runs == 2
+    assert len(watches) == 2
+    assert watches[0] is not watches[1]
+    assert [w.limit_s for w in watches] == [42.0, 42.0]

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandParser
 
 from collector.runtime import footfall_config
+from footfall.kafka_client import REJOIN_LIMIT_S, GroupWatch
 from historical.archiver import GROUP, build_archiver
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,12 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=50_000)
         parser.add_argument("--batch-time", type=float, default=10.0, help="seconds a file may collect events")
         parser.add_argument("--session-timeout-ms", type=int, default=45_000)
+        parser.add_argument(
+            "--rejoin-limit-s",
+            type=float,
+            default=REJOIN_LIMIT_S,
+            help=f"seconds out of the consumer group before the consumer is rebuilt (default {REJOIN_LIMIT_S:g})",
+        )
 
     def handle(self, *args: object, **opts: object) -> None:
         stopping = False
@@ -48,6 +55,7 @@ class Command(BaseCommand):
                 int(opts["batch_size"]),
                 float(opts["batch_time"]),
                 int(opts["session_timeout_ms"]),
+                GroupWatch(float(opts["rejoin_limit_s"])),
             )
             try:
                 processor.run()

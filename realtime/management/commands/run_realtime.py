@@ -18,6 +18,7 @@ from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandParser
 
 from collector.runtime import footfall_config
+from footfall.kafka_client import REJOIN_LIMIT_S, GroupWatch
 from realtime.consumer import RECENT_IDS, build_processor
 from realtime.runtime import GROUP, get_store
 
@@ -34,6 +35,12 @@ class Command(BaseCommand):
         parser.add_argument("--batch-time", type=float, default=0.5, help="seconds")
         parser.add_argument(
             "--session-timeout-ms", type=int, default=45_000, help="how soon a dead worker's partitions move (ms)"
+        )
+        parser.add_argument(
+            "--rejoin-limit-s",
+            type=float,
+            default=REJOIN_LIMIT_S,
+            help=f"seconds out of the consumer group before the consumer is rebuilt (default {REJOIN_LIMIT_S:g})",
         )
         parser.add_argument(
             "--recent-ids",
@@ -66,6 +73,7 @@ class Command(BaseCommand):
                 float(opts["batch_time"]),
                 int(opts["session_timeout_ms"]),
                 int(opts["recent_ids"]),
+                GroupWatch(float(opts["rejoin_limit_s"])),
             )
             try:
                 processor.run()
