@@ -788,7 +788,8 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     print(f"starting gunicorn on 127.0.0.1:{port} ({args.workers} workers x {args.threads} threads)", flush=True)
     server.start(timeout=90.0, probe=probe)
 
-    svc = QueryService(db, RealtimeQueries(store), cfg.realtime_retention_s)
+    # Raw reads sum every trend block in Redis: no remembered baselines, as no settled cache.
+    svc = QueryService(db, RealtimeQueries(store, baseline_memory_items=0), cfg.realtime_retention_s)
     info = SiteInfo(site, args.tz)
     top_refs = _top_refs(svc, info) if any(e.refs for e in mix) else []
     plan = make_plan(site, today, top_refs, mix)
@@ -905,7 +906,8 @@ def print_table(res: dict[str, Any]) -> None:
     print(f"CPU ms per request: {res['cpu_ms_per_request']} (bench client {res['client_cpu_ms_per_request']})")
     print(f"realtime hour keys read from: {res['seeding']['hours_from']}")
     cache = res["settings"]["cache_items"]
-    print(f"server cache of settled reads: {f'{cache:,} items per worker' if cache else 'off'}; raw calls: uncached")
+    print(f"server cache of settled reads: {f'{cache:,} items per worker' if cache else 'off'}; "
+          "raw calls: uncached, no remembered trend baselines")  # fmt: skip
     print("times in ms; load = client-side under load, raw = same QueryService call in-process, io = its store I/O")
     print(head)
     print("─" * len(head))

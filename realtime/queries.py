@@ -11,11 +11,13 @@ once per range, within HLL's ~0.81 % standard error — never a sum of per-minut
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from cachetools import LRUCache
 from redis.client import Pipeline
 
 from realtime.keys import ACTIVE_WINDOW_MS, DIMENSIONS, REFPAGE_SEPARATOR
@@ -32,6 +34,10 @@ METRICS = ("pageviews", "visitors", "events", "bot_events")
 INTERVALS = {"minute": 1, "hour": 60}
 COUNTER_FIELDS = ("pageviews", "events", "bot_events")
 MAX_MINUTES = 60 * 24 * 7  # the store keeps far less; this bounds a query's key count
+# Trend baselines remembered per process (values summed over all blocks held); see
+# RealtimeQueries._queue_rising.
+BASELINE_MEMORY_ITEMS = 200_000
+BlockKey = tuple[str, str, int, int, int]  # site, dimension, minute of the read, first minute, minutes
 
 
 class QueryError(ValueError):
@@ -96,11 +102,19 @@ class RealtimeQueries:
     """Each public read is one round trip (``top`` two), built from ``_queue_*`` helpers that
     queue commands on a pipeline and return a :data:`Parse` for their answers."""
 
-    def __init__(self, store: CounterStore) -> None:
+    def __init__(self, store: CounterStore, baseline_memory_items: int = BASELINE_MEMORY_ITEMS) -> None:
+        """``baseline_memory_items``: how many summed values of trend-baseline blocks this
+        object may remember (0: none, every trend read sums every block in Redis)."""
         self.store = store
         self.client = store.client
         self.layout = store.layout
         self._hours_from: int | None = None
+        self._baselines: LRUCache | None = (
+            LRUCache(maxsize=baseline_memory_items, getsizeof=lambda block: len(block) + 1)
+            if baseline_memory_items > 0
+            else None
+        )
+        self._baselines_lock = threading.Lock()  # LRUCache is not thread-safe; gthread workers share this
 
     def hours_from(self) -> int | None:
         """The first UTC hour whose hour keys are complete (see :mod:`realtime.keys`), None
@@ -360,25 +374,44 @@ class RealtimeQueries:
         first = end - recent_minutes - baseline_minutes
         blocks = baseline_minutes // recent_minutes
         # One ZUNION per block of ``recent_minutes`` sums that block's minutes inside Redis:
-        # 19 short answers instead of 190 whole sorted sets.
-        for block in range(blocks + 1):
-            start = first + block * recent_minutes
-            keys = [self.layout.top(site, m, dim) for m in range(start, start + recent_minutes)]
-            pipe.zunion(keys, withscores=True)
+        # 19 short answers instead of 190 whole sorted sets. The baseline blocks are whole
+        # past minutes, so their sums are remembered and reused by every read in the same
+        # minute (the key holds the minute): most reads of the live view, polled every few
+        # seconds by each open dashboard, then sum only the recent block. A late event (a
+        # spool replayed after an outage) reaches a baseline at most a minute late.
+        keys = [(site, dim, end, first + block * recent_minutes, recent_minutes) for block in range(blocks + 1)]
+        known = [*self._remembered(keys[:blocks]), None]
+        for key, block in zip(keys, known, strict=True):
+            if block is None:
+                minutes = range(key[3], key[3] + recent_minutes)
+                pipe.zunion([self.layout.top(site, m, dim) for m in minutes], withscores=True)
 
         def parse(raw: Iterator[Any]) -> list[Rising]:
+            sums: list[dict[str, int]] = []
+            for index, (key, block) in enumerate(zip(keys, known, strict=True)):
+                if block is None:
+                    block = {(m.decode() if isinstance(m, bytes) else m): int(score) for m, score in next(raw)}
+                    if index < blocks:
+                        self._remember(key, block)
+                sums.append(block)
             baseline: dict[str, list[int]] = defaultdict(lambda: [0] * blocks)
-            recent: dict[str, int] = {}
-            for block in range(blocks + 1):
-                for member, score in next(raw):
-                    value = member.decode() if isinstance(member, bytes) else member
-                    if block == blocks:
-                        recent[value] = int(score)
-                    else:
-                        baseline[value][block] = int(score)
-            return rank_rising(recent, baseline, blocks, limit=limit)
+            for index, block in enumerate(sums[:blocks]):
+                for value, hits in block.items():
+                    baseline[value][index] = hits
+            return rank_rising(sums[blocks], baseline, blocks, limit=limit)
 
         return parse
+
+    def _remembered(self, keys: list[BlockKey]) -> list[dict[str, int] | None]:
+        if self._baselines is None:
+            return [None] * len(keys)
+        with self._baselines_lock:
+            return [self._baselines.get(key) for key in keys]
+
+    def _remember(self, key: BlockKey, block: dict[str, int]) -> None:
+        if self._baselines is not None:
+            with self._baselines_lock:
+                self._baselines[key] = block
 
     # -- the live view ---------------------------------------------------------------------
 

@@ -250,3 +250,52 @@ def test_live_view_equals_the_single_reads_in_two_round_trips(store: CounterStor
     assert view.rising_pages[0].value == "/launch"
     assert view.rising_referrers == queries.rising(site, "ref", now, limit=5)
     assert view.totals["pageviews"] == sum(1 for e in steady + spike if start <= e.ts < end)
+
+
+def test_trend_baselines_are_summed_once_a_minute_and_late_events_count_the_next_minute(
+    store: CounterStore,
+) -> None:
+    """A second trend read in the same minute sends only the recent block's ZUNION and
+    answers the same; an event arriving late into a baseline block changes the answer of
+    the next minute's read; without memory every read sums all 19 blocks."""
+    site = f"st-{uuid.uuid4().hex[:8]}"
+    now = (int(time.time() * 1000) // 60_000) * 60_000 + 30_000  # mid-minute: "now + 60 s" is the next
+    gen = DemoTraffic(site_id=site, visitors=400, seed=8)
+    steady = [gen.event(now - 190 * 60_000 + i * 2_000) for i in range(190 * 30)]
+    spike = [
+        msgspec.structs.replace(gen.event(now - 9 * 60_000 + i * 2_000), referrer="https://lobste.rs/s/x",
+                                ref_domain="lobste.rs", ref_type="social")
+        for i in range(200)
+    ]  # fmt: skip
+    store.apply(steady + spike, now)
+    remembering, forgetting = RealtimeQueries(store), RealtimeQueries(store, baseline_memory_items=0)
+
+    def commands(queries: RealtimeQueries, at_ms: int) -> tuple[int, list]:
+        counting = _CountingClient(store.client)
+        queries.client = counting  # type: ignore[assignment]
+        try:
+            answer = queries.rising(site, "ref", at_ms)
+            return counting.commands, answer
+        finally:
+            queries.client = store.client
+
+    first = remembering.rising(site, "ref", now)
+    assert first[0].value == "lobste.rs"
+    sent, again = commands(remembering, now + 20_000)  # the same minute
+    assert (sent, again) == (1, first)
+    assert commands(forgetting, now + 20_000) == (19, first)
+
+    # The same referrer was as busy two hours ago (events that arrive late): not rising any more.
+    late = [
+        msgspec.structs.replace(gen.event(now - 120 * 60_000 + i * 3_000), referrer="https://lobste.rs/s/x",
+                                ref_domain="lobste.rs", ref_type="social")
+        for i in range(200)
+    ]  # fmt: skip
+    store.apply(late, now)
+    assert commands(remembering, now + 25_000)[1] == first  # within the minute: remembered sums
+    sent, next_minute = commands(remembering, now + 60_000)
+    assert sent == 19
+    assert next_minute == forgetting.rising(site, "ref", now + 60_000)
+    assert next_minute != first  # the late events are in the baseline now
+    # Ten minutes on, the blocks line up with remembered ones again: summed afresh all the same.
+    assert commands(remembering, now + 600_000)[0] == 19
