@@ -966,7 +966,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pair-min", type=int, default=2, help="fewest daily views of a referrer→page document")
     parser.add_argument("--tz", default="Europe/Berlin", help="the site's time zone")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--reuse", metavar="SITE", help="use a site seeded by an earlier --keep-data run")
+    parser.add_argument(
+        "--reuse",
+        metavar="SITE",
+        help="use a site seeded by an earlier --keep-data run (within minutes: its realtime events end at seeding)",
+    )
     parser.add_argument("--keep-data", action="store_true", help="leave the site's documents and keys in place")
     parser.add_argument("--keep-workdir", action="store_true", help="keep the SQLite database and gunicorn log")
     parser.add_argument("--out", type=Path, default=OUT)
