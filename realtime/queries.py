@@ -338,8 +338,9 @@ class RealtimeQueries:
         return [Row(v.removesuffix(suffix), pv, uv) for (v, pv), uv in zip(ranked, visitors, strict=True)]
 
     def flows(self, site: str, start_ms: int, end_ms: int, limit: int = 50) -> list[tuple[str, str, int]]:
-        """Top referrer→page pairs ``(referrer, page, page views)`` (for a Sankey diagram)."""
-        return _flows(self.top(site, "refpage", start_ms, end_ms, limit))
+        """Top referrer→page pairs ``(referrer, page, page views)`` (for a Sankey diagram):
+        page views only, so no visitor counts (a PFCOUNT per pair) are read."""
+        return _flows(self.ranking(site, "refpage", start_ms, end_ms, limit))
 
     def concurrent(self, site: str, now_ms: int) -> int:
         """Visitors with an event in the last five minutes (event time)."""
@@ -418,7 +419,8 @@ class RealtimeQueries:
     def live(self, site: str, start_ms: int, end_ms: int, now_ms: int, limit: int = 10, flows: int = 40) -> LiveView:
         """Everything the live view shows, in two round trips (the view is polled every few
         seconds by every open dashboard): the first reads counters, rankings and trend
-        blocks, the second the visitors (HyperLogLog merges) of the rows that made the lists."""
+        blocks, the second the visitors (HyperLogLog merges) of the top pages and referrers.
+        Flows carry page views only, so their pairs cost no visitor reads."""
         pipe = self.client.pipeline(transaction=False)
         queued = (
             self._queue_timeseries(pipe, site, "pageviews", start_ms, end_ms, "minute", None),
@@ -436,10 +438,10 @@ class RealtimeQueries:
         pipe = self.client.pipeline(transaction=False)
         queued_visitors = [
             self._queue_visitors(pipe, site, dim, start_ms, end_ms, [value for value, _ in ranked])
-            for dim, ranked in (("page", pages), ("ref", refs), ("refpage", pairs))
+            for dim, ranked in (("page", pages), ("ref", refs))
         ]
         raw = iter(pipe.execute())
-        page_uv, ref_uv, pair_uv = (parse(raw) for parse in queued_visitors)
+        page_uv, ref_uv = (parse(raw) for parse in queued_visitors)
         return LiveView(
             pageviews_per_minute=series,
             totals=totals,
@@ -448,7 +450,7 @@ class RealtimeQueries:
             top_referrers=_rows(refs, ref_uv),
             rising_pages=rising_pages,
             rising_referrers=rising_refs,
-            flows=_flows(_rows(pairs, pair_uv)),
+            flows=_flows(pairs),
         )
 
 
@@ -456,5 +458,5 @@ def _rows(ranked: list[tuple[str, int]], visitors: list[int]) -> list[Row]:
     return [Row(value, pv, uv) for (value, pv), uv in zip(ranked, visitors, strict=True)]
 
 
-def _flows(rows: list[Row]) -> list[tuple[str, str, int]]:
-    return [(*r.value.split(REFPAGE_SEPARATOR, 1), r.pageviews) for r in rows]
+def _flows(ranked: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
+    return [(*value.split(REFPAGE_SEPARATOR, 1), pageviews) for value, pageviews in ranked]
