@@ -13,6 +13,7 @@ fault, and the completing retry.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -64,6 +65,15 @@ def spark_job_pids(mongo_db: str) -> set[int]:
             found.add(pid)
             todo += tree.get(pid, [])
     return found
+
+
+def wait_spark_pids(mongo_db: str) -> set[int]:
+    """:func:`spark_job_pids` once the running attempt's job has started."""
+    deadline = time.monotonic() + MIDWRITE_TIMEOUT_S
+    while not (pids := spark_job_pids(mongo_db)):
+        assert time.monotonic() < deadline, "the running attempt's Spark processes were not found"
+        time.sleep(0.05)
+    return pids
 
 
 def wait_gone(pids: set[int], timeout: float = 60) -> None:
@@ -144,12 +154,19 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
     try:
         for attempt, fault in enumerate(faults, start=1):
             before = {d: computed_at(worker, site, d) for d in days}
+            # The job's processes are found before the first day lands, so the kill follows it
+            # within milliseconds: on mongo-java-server the second day's write is short, and a
+            # scan of /proc after the first day once came after the second had finished.
+            early = wait_spark_pids(worker.cfg.mongo_db) if fault == "spark" else set()
             wait_mid_write(worker, site, days, before)
             if fault == "spark":
-                pids = spark_job_pids(worker.cfg.mongo_db)
-                assert pids, "the running attempt's Spark processes were not found"
-                for pid in pids:
-                    os.kill(pid, signal.SIGKILL)
+                for pid in early:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                pids = early | spark_job_pids(worker.cfg.mongo_db)  # with workers started since
+                for pid in pids - early:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
                 wait_gone(pids)
             else:
                 kill_process(mongo.process())
