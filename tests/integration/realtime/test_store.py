@@ -75,17 +75,22 @@ def test_hourly_series_and_filters(store: CounterStore) -> None:
     assert sum(v for _, v in pricing) == sum(1 for e in events if e.path == "/pricing")
 
 
+def _from_lobsters(gen: DemoTraffic, start_ms: int, every_ms: int, count: int = 200) -> list[Event]:
+    """``count`` of ``gen``'s events referred by lobste.rs, one every ``every_ms`` from ``start_ms``."""
+    return [
+        msgspec.structs.replace(gen.event(start_ms + i * every_ms), referrer="https://lobste.rs/s/x",
+                                ref_domain="lobste.rs", ref_type="social")
+        for i in range(count)
+    ]  # fmt: skip
+
+
 def test_trend_detector_ranks_a_referrer_spike_first(store: CounterStore) -> None:
     """Three hours of steady traffic, then one referrer surges in the last ten minutes."""
     site = f"st-{uuid.uuid4().hex[:8]}"
     now = int(time.time() * 1000)
     gen = DemoTraffic(site_id=site, visitors=400, seed=8)
     steady = [gen.event(now - 190 * 60_000 + i * 2_000) for i in range(190 * 30)]
-    spike = [
-        msgspec.structs.replace(gen.event(now - 9 * 60_000 + i * 2_000), referrer="https://lobste.rs/s/x",
-                                ref_domain="lobste.rs", ref_type="social")
-        for i in range(200)
-    ]  # fmt: skip
+    spike = _from_lobsters(gen, now - 9 * 60_000, 2_000)
     store.apply(steady + spike, now)
     rising = RealtimeQueries(store).rising(site, "ref", now)
     assert rising[0].value == "lobste.rs"
@@ -270,11 +275,7 @@ def test_trend_baselines_are_summed_once_a_minute_and_late_events_count_the_next
     now = (int(time.time() * 1000) // 60_000) * 60_000 + 30_000  # mid-minute: "now + 60 s" is the next
     gen = DemoTraffic(site_id=site, visitors=400, seed=8)
     steady = [gen.event(now - 190 * 60_000 + i * 2_000) for i in range(190 * 30)]
-    spike = [
-        msgspec.structs.replace(gen.event(now - 9 * 60_000 + i * 2_000), referrer="https://lobste.rs/s/x",
-                                ref_domain="lobste.rs", ref_type="social")
-        for i in range(200)
-    ]  # fmt: skip
+    spike = _from_lobsters(gen, now - 9 * 60_000, 2_000)
     store.apply(steady + spike, now)
     remembering, forgetting = RealtimeQueries(store), RealtimeQueries(store, baseline_memory_items=0)
 
@@ -294,11 +295,7 @@ def test_trend_baselines_are_summed_once_a_minute_and_late_events_count_the_next
     assert commands(forgetting, now + 20_000) == (19, first)
 
     # The same referrer was as busy two hours ago (events that arrive late): not rising any more.
-    late = [
-        msgspec.structs.replace(gen.event(now - 120 * 60_000 + i * 3_000), referrer="https://lobste.rs/s/x",
-                                ref_domain="lobste.rs", ref_type="social")
-        for i in range(200)
-    ]  # fmt: skip
+    late = _from_lobsters(gen, now - 120 * 60_000, 3_000)
     store.apply(late, now)
     assert commands(remembering, now + 25_000)[1] == first  # within the minute: remembered sums
     sent, next_minute = commands(remembering, now + 60_000)
