@@ -5,24 +5,28 @@ Usage, from the repository root with a stack's environment set (``eval "$(python
 deploy.local.stack env)"`` after ``stack start redis mongo kafka``)::
 
     python -m bench.realtime_bench [--events 100000] [--dup-rate 0.05] [--rounds 2] [--bare-batch 1000]
-        [--no-arroyo-round] [--latency-seconds 30] [--latency-load 0.5 | --latency-rate EPS]
+        [--no-arroyo-round] [--no-floor-rounds] [--latency-seconds 30] [--latency-load 0.5 | --latency-rate EPS]
         [--marker-ms 100] [--poll-ms 5] [--timeout 300] [--seed 42] [--out artifacts/bench/realtime.json]
 
 A fresh 6-partition topic gets ``--events`` DemoTraffic page views (site id unique to the run,
 times within the last hour) plus ``--dup-rate`` of them again, shuffled. ``--rounds`` times in
 turn: a bare confluent_kafka loop (own group, ``consume(--bare-batch)``, no decoding) reads it
-all; the real processor of ``realtime.consumer.build_processor`` (fresh group, in a thread) runs
-once with a store that writes nothing (``arroyo``: the framework, decoding and batching alone;
-``--no-arroyo-round`` skips it) and once with the real store (``worker``), wrapped to observe
-``apply``, until its offsets reach the end offsets (in Redis for the worker). Steady-state rates
-(after the first chunk: group join left out for all), medians reported, with the CPU time of the
-consuming Python thread per event (steadier than rates on a shared machine). Latency: a
-``manage.py run_realtime`` subprocess on a second topic, load at ``--latency-load`` x the worker
-rate, a marker event (type ``lat-<n>``) every ``--marker-ms`` read back by a pipelined HMGET every
-``--poll-ms``. Prints a table with goals (ratio ≥ 0.50, 1 round trip per batch, p99 ≤ 2 s), writes
-JSON to ``--out``; exits 0 even when a goal is missed, 1 when the benchmark failed. Removes its
-topics, worker and Redis keys at the end (the worker's output: artifacts/bench/realtime-worker.log);
-the running totals in ``ff:rt:stats`` keep the run's increments.
+all; the same loop decoding every message and doing nothing else, once with the real decoder and
+once with the cheapest decoder of the fields a worker counts (the floors: no worker that reads
+its events can be faster; ``--no-floor-rounds`` skips them); the real processor of
+``realtime.consumer.build_processor`` (fresh group, in a thread) runs once with a store that
+writes nothing (``arroyo``: the framework, decoding and batching alone; ``--no-arroyo-round``
+skips it) and once with the real store (``worker``), wrapped to observe ``apply``, until its
+offsets reach the end offsets (in Redis for the worker). Steady-state rates (after the first
+chunk: group join left out for all), medians reported, with the CPU time of the consuming Python
+thread per event (steadier than rates on a shared machine). Latency: a ``manage.py
+run_realtime`` subprocess on a second topic, load at ``--latency-load`` x the worker rate, a
+marker event (type ``lat-<n>``) every ``--marker-ms`` read back by a pipelined HMGET every
+``--poll-ms``. Prints a table with goals (ratio ≥ 0.50, 1 round trip per batch, p99 ≤ 2 s),
+writes JSON to ``--out``; exits 0 even when a goal is missed, 1 when the benchmark failed.
+Removes its topics, worker and Redis keys at the end (the worker's output:
+artifacts/bench/realtime-worker.log); the running totals in ``ff:rt:stats`` keep the run's
+increments.
 """
 
 from __future__ import annotations
@@ -53,8 +57,9 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
-from footfall.events import Event, encode
+from footfall.events import Event, decode, encode
 from footfall.kafka_client import consumer_config, producer_config
+from realtime.aggregate import aggregate
 from realtime.consumer import build_processor
 from realtime.keys import PREFIX, KeyLayout
 from realtime.queries import RealtimeQueries
@@ -67,6 +72,44 @@ ID_PREFIX = b'{"event_id":"'  # msgspec writes struct fields in order: every pay
 GOALS = {"ratio": 0.50, "round_trips": 1, "p99_s": 2.0}
 # librdkafka's local queue must hold a whole pre-produced stream (its default is 100,000 messages).
 PRODUCER = {"queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000}
+
+
+class _CountedUa(msgspec.Struct):
+    browser: str | None = None
+    os: str | None = None
+    device: str | None = None
+    is_bot: bool = False
+
+
+class _CountedUtm(msgspec.Struct):
+    source: str | None = None
+    medium: str | None = None
+    campaign: str | None = None
+
+
+class _Counted(msgspec.Struct):
+    """Only the fields ``realtime.aggregate`` reads, unvalidated: msgspec skips the others
+    without building them. The cheapest decode any worker that counts these events could do."""
+
+    event_id: str
+    site_id: str
+    type: str
+    ts: int
+    path: str | None = None
+    referrer: str | None = None
+    ref_domain: str | None = None
+    ref_type: str | None = None
+    utm: _CountedUtm | None = None
+    visitor_id: str | None = None
+    ua: _CountedUa | None = None
+    country: str | None = None
+
+
+# The floor rounds: the bare loop plus a decode of every message, nothing else (see bare_round).
+FLOORS: dict[str, Callable[[bytes], object]] = {
+    "bare+min-decode": msgspec.json.Decoder(_Counted).decode,
+    "bare+decode": decode,
+}
 
 
 class BenchError(RuntimeError):
@@ -182,9 +225,12 @@ class RealtimeBench:
         futures = self.admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)})
         return {tp.partition: future.result(timeout=10).offset for tp, future in futures.items()}
 
-    def bare_round(self, topic: str, total: int) -> dict[str, Any]:
+    def bare_round(self, topic: str, total: int, kind: str = "bare") -> dict[str, Any]:
         """Read ``total`` messages with a bare consume loop: what a Python consumer gets from this
-        broker on this machine, the ceiling the worker is compared with."""
+        broker on this machine, the ceiling the worker is compared with. A ``kind`` of
+        :data:`FLOORS` also decodes each message and does nothing else: the ceiling of any worker
+        that reads its events (with the real decoder, or the cheapest one that could count them)."""
+        decoder = FLOORS.get(kind)
         consumer = Consumer(consumer_config(self.cfg, f"rtbench-bare-{uuid.uuid4().hex[:8]}"))
         started, count, first_n, first_done, first_cpu = time.perf_counter(), 0, 0, 0.0, 0.0
         try:
@@ -192,13 +238,57 @@ class RealtimeBench:
             while count < total:
                 if time.perf_counter() - started > self.args.timeout:
                     raise BenchError(f"bare consumer read {count} of {total} messages in {self.args.timeout:.0f}s")
-                count += sum(1 for m in consumer.consume(self.args.bare_batch, timeout=0.5) if m.error() is None)
+                messages = consumer.consume(self.args.bare_batch, timeout=0.5)
+                if decoder is None:
+                    count += sum(1 for m in messages if m.error() is None)
+                else:
+                    decoded = [decoder(m.value()) for m in messages if m.error() is None]
+                    count += len(decoded)
                 if count and not first_n:
                     first_done, first_n, first_cpu = time.perf_counter(), count, time.thread_time()
             end, cpu = time.perf_counter(), time.thread_time()
         finally:
             consumer.close()
-        return round_stats("bare", count, end - started, end - first_done, count - first_n, cpu - first_cpu)
+        return round_stats(kind, count, end - started, end - first_done, count - first_n, cpu - first_cpu)
+
+    def redis_cpu_s(self) -> float:
+        """CPU seconds the Redis server has used since it started (user + system, all threads)."""
+        cpu = self.client.info("cpu")
+        return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+    def store_floor(self, items: list[tuple[bytes, bytes]], batch_size: int = 5000) -> dict[str, Any]:
+        """Redis CPU per event of the writes alone: every batch's aggregated increments, dedup
+        marks and expiries sent as plain commands in one MULTI/EXEC pipeline, without the script's
+        checks and branching (the cheapest form of these writes), with the events in time order
+        (the order that sums best: a batch spans a minute or two, not the topic's whole hour).
+        Decoding and aggregating are done first and not timed. Redis runs commands on one thread,
+        so ``1 / cpu per event`` is the most events per second any worker keeping these counters
+        in one Redis could count."""
+        now, layout = int(time.time() * 1000), self.layout
+        events = sorted((decode(payload) for _, payload in items), key=lambda e: e.ts)
+        batches = [aggregate(events[i : i + batch_size], layout, now) for i in range(0, len(events), batch_size)]
+        counted, cpu_before = sum(b.events for b in batches), self.redis_cpu_s()
+        started = time.perf_counter()
+        for batch in batches:
+            pipe = self.client.pipeline(transaction=True)
+            for key in batch.dedup_keys:
+                pipe.set(key, 1, ex=layout.retention_s, nx=True)
+            for (key, member), incr in batch.zincr.items():
+                pipe.zincrby(key, incr, member)
+            for (key, field), incr in batch.hincr.items():
+                pipe.hincrby(key, field, incr)
+            for key, members in batch.pfadd.items():
+                pipe.pfadd(key, *members)
+            for (key, member), score in batch.seen_at.items():
+                pipe.zadd(key, {member: score}, gt=True)
+            for key, when in batch.expire_at.items():
+                pipe.expireat(key, when)
+            pipe.execute()
+        wall_s, cpu_s = time.perf_counter() - started, self.redis_cpu_s() - cpu_before
+        self.delete_site_keys()
+        cpu_us = 1e6 * cpu_s / counted
+        return {"events": counted, "batches": len(batches), "redis_cpu_us_per_event": round(cpu_us, 2),
+                "max_eps": round(1e6 / cpu_us), "wall_s": round(wall_s, 2)}  # fmt: skip
 
     def script_calls(self) -> tuple[int, int]:
         """Successful calls and microseconds of EVAL + EVALSHA so far (a NOSCRIPT miss is a failed call)."""
@@ -335,6 +425,8 @@ class RealtimeBench:
         self.client.script_load(APPLY)  # as a running worker has it: a fresh Redis's NOSCRIPT is no batch's cost
         for _ in range(args.rounds):  # alternate, so drift on a noisy machine hits both alike
             rounds.append(self.bare_round(topic, total))
+            if not args.no_floor_rounds:
+                rounds += [self.bare_round(topic, total, kind) for kind in FLOORS]
             if not args.no_arroyo_round:
                 rounds.append(self.worker_round(topic, ends, write=False)["round"])
             self.delete_site_keys()  # else every batch finds its marks: the duplicate path
@@ -343,7 +435,7 @@ class RealtimeBench:
             now = int(time.time() * 1000)
             totals = RealtimeQueries(CounterStore(self.client, self.layout)).totals(self.site, now - 7_200_000, now)
             exact.append(totals["pageviews"] == args.events)
-            this = rounds[-2 if args.no_arroyo_round else -3 :]
+            this = rounds[-(2 + (not args.no_arroyo_round) + (0 if args.no_floor_rounds else len(FLOORS))) :]
             print(f"round {len(exact)}: " + ", ".join(f"{r['kind']} {r['steady_eps']:,} ev/s" for r in this))
 
         def median(kind: str, field: str) -> Any:
@@ -354,6 +446,10 @@ class RealtimeBench:
         bare_cpu, worker_cpu, arroyo_cpu = (median(k, "cpu_us_per_event") for k in ("bare", "worker", "arroyo"))
         bare_cpu, worker_cpu = round(bare_cpu, 2), round(worker_cpu, 2)
         arroyo_cpu = arroyo_cpu and round(arroyo_cpu, 2)
+        store_floor = None if args.no_floor_rounds else self.store_floor(items)
+        floors = {kind: {"eps": round(eps), "ratio": round(eps / bare, 4),
+                         "cpu_us": round(median(kind, "cpu_us_per_event"), 2)}
+                  for kind in FLOORS if (eps := median(kind, "steady_eps"))}  # fmt: skip
         rate = args.latency_rate or args.latency_load * worker
         print(f"latency: {rate:,.0f} ev/s for {args.latency_seconds:.0f}s, markers every {args.marker_ms:.0f}ms ...")
         self.delete_site_keys()  # the load reuses the payloads: they must count as new
@@ -372,7 +468,7 @@ class RealtimeBench:
                            "bare_cpu_us": bare_cpu, "worker_cpu_us": worker_cpu,
                            "cpu_ratio": round(bare_cpu / worker_cpu, 4),
                            "apply_share": median("worker", "apply_share"),
-                           "counts_exact": exact},
+                           "counts_exact": exact, "floors": floors, "store_floor": store_floor},
             "round_trips": {"batches": len(batches), "mean": round(statistics.mean(trips), 3), "max": max(trips),
                             "commands_mean": round(statistics.mean(commands), 3),
                             "commands_max": max(commands), "sum_round_trips": sum(trips), "eval_calls": calls,
@@ -395,6 +491,11 @@ def print_table(res: dict[str, Any]) -> None:
         ("throughput ratio worker / bare", f"{t['ratio']:.4f}", f">= {GOALS['ratio']:.2f}", ok[t["pass"]]),
         ("  arroyo + decode, no Redis (ev/s, / bare)",
          f"{t['arroyo_eps']:,} ({t['arroyo_eps'] / t['bare_eps']:.4f})" if t["arroyo_eps"] else "not run", "", ""),
+        *[(f"  {kind}: ev/s (/ bare), CPU us/event", f"{f['eps']:,} ({f['ratio']:.4f}), {f['cpu_us']}", "", "")
+          for kind, f in t["floors"].items()],
+        *[("  Redis CPU us/event of the writes alone, max ev/s (/ bare)",
+           f"{sf['redis_cpu_us_per_event']}, {sf['max_eps']:,} ({sf['max_eps'] / t['bare_eps']:.4f})", "", "")
+          for sf in [t["store_floor"]] if sf],
         ("  CPU us/event of consuming thread b / a / w",
          f"{t['bare_cpu_us']} / {t['arroyo_cpu_us'] or '-'} / {t['worker_cpu_us']}", "", ""),
         ("  CPU ratio bare / worker (as if alone)", f"{t['cpu_ratio']:.4f}", "", ""),
@@ -421,6 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--rounds", type=int, default=2, help="bare/worker pairs; medians are reported (default 2)")
     add("--bare-batch", type=int, default=1000, help="messages per consume() call of the bare loop")
     add("--no-arroyo-round", action="store_true", help="skip the worker-without-Redis round (the framework's share)")
+    add("--no-floor-rounds", action="store_true", help="skip the bare-loop-plus-decode rounds (the decode floor)")
     add("--latency-seconds", type=float, default=30.0, help="duration of the latency load (default 30)")
     add("--latency-load", type=float, default=0.5, help="latency load as a fraction of the worker rate")
     add("--latency-rate", type=float, default=None, help="latency load in events/s (overrides --latency-load)")
