@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -22,6 +23,8 @@ from footfall.config import Config
 MAX_POLL_INTERVAL_MS = 120_000
 # How long a consumer may stay out of its group before it is rebuilt (see GroupWatch).
 REJOIN_LIMIT_S = MAX_POLL_INTERVAL_MS / 1000 + 30
+# How long closing a group consumer may take before the client is abandoned (see close_within).
+CLOSE_LIMIT_S = 30.0
 
 # librdkafka writes its own log lines to stderr unless given a logger; route them through
 # logging so operators filter and ship them like everything else.
@@ -82,7 +85,47 @@ def group_consumer(cfg: Config, group: str, session_timeout_ms: int, watch: Grou
         watch.observe(stats_json)
 
     config["stats_cb"] = on_stats
-    return KafkaConsumer(config)
+    return BoundedCloseConsumer(config)
+
+
+class BoundedCloseConsumer(KafkaConsumer):
+    """arroyo's Kafka consumer whose ``close()`` returns within :data:`CLOSE_LIMIT_S`.
+
+    librdkafka's close leaves the group first, and a client that cannot reach its group
+    coordinator waits for it without end: after a broker restart, the archiver's consumer
+    that :class:`GroupWatch` had found stuck (a GroupCoordinator request sat in its
+    out-queue) then hung in close for minutes, so the consumer meant to replace it was never
+    built. Offsets are only ever committed explicitly, so a client given up on loses nothing:
+    its partitions were revoked, or are once its session times out, and the new consumer
+    reads on from the last commit."""
+
+    close_limit_s = CLOSE_LIMIT_S
+
+    def close(self, timeout: float | None = None) -> None:
+        close_within(lambda: KafkaConsumer.close(self, timeout), self.close_limit_s, "the Kafka consumer")
+
+
+def close_within(close: Callable[[], None], limit_s: float, what: str) -> bool:
+    """Run ``close`` on a daemon thread and wait at most ``limit_s`` for it: ``True`` if it
+    returned (its exception, if any, is raised here), ``False`` if it is still running and was
+    left to itself (logged as an error; its thread ends whenever the call does)."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            close()
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="footfall-close", daemon=True)
+    thread.start()
+    thread.join(limit_s)
+    if thread.is_alive():
+        KAFKA_LOG.error("closing %s took over %.0fs (no answer from its group coordinator): left behind", what, limit_s)
+        return False
+    if failure:
+        raise failure[0]
+    return True
 
 
 class GroupWatch:
@@ -99,8 +142,9 @@ class GroupWatch:
     (``max.poll.interval.ms``), hence the default. While the whole cluster is down the
     consumer is rebuilt every ``limit_s`` too: useless but harmless, and simpler than
     guessing from connection states which of the two is happening. ``on_stuck`` must only
-    signal (it runs inside ``poll()``); the caller then closes the consumer and builds a new
-    one, with a new watch. Consumers without a group (no ``cgrp`` in the statistics) are
+    signal (it runs inside ``poll()``); the caller then closes the consumer (a close that
+    hangs is given up after :data:`CLOSE_LIMIT_S`, see :class:`BoundedCloseConsumer`) and
+    builds a new one, with a new watch. Consumers without a group (no ``cgrp`` in the statistics) are
     never flagged.
     """
 
