@@ -37,6 +37,7 @@ from tests.integration.batch.truth import exact
 from tests.integration.conftest import kafka_admin, rt_topic  # noqa: F401 - fixtures
 from tests.integration.kafka_tail import produce
 from tests.reliability.conftest import Results, Row, size
+from tests.reliability.faults import wait_for
 
 MIDWRITE_TIMEOUT_S = 600  # a Spark run on a busy 2-core machine
 # Page views per day on pages of their own: each adds breakdown documents (its page, entry
@@ -95,10 +96,13 @@ def spark_job_pids(mongo_db: str) -> set[int]:
 
 def wait_spark_pids(mongo_db: str) -> set[int]:
     """:func:`spark_job_pids` once the running attempt's job has started."""
-    deadline = time.monotonic() + MIDWRITE_TIMEOUT_S
-    while not (pids := spark_job_pids(mongo_db)):
-        assert time.monotonic() < deadline, "the running attempt's Spark processes were not found"
-        time.sleep(0.05)
+    pids: set[int] = set()
+
+    def started() -> bool:
+        pids.update(spark_job_pids(mongo_db))
+        return bool(pids)
+
+    wait_for(started, MIDWRITE_TIMEOUT_S, "the running attempt's Spark processes started", every=0.05)
     return pids
 
 
