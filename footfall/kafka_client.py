@@ -144,8 +144,8 @@ class GroupWatch:
     guessing from connection states which of the two is happening. ``on_stuck`` must only
     signal (it runs inside ``poll()``); the caller then closes the consumer (a close that
     hangs is given up after :data:`CLOSE_LIMIT_S`, see :class:`BoundedCloseConsumer`) and
-    builds a new one, with a new watch. Consumers without a group (no ``cgrp`` in the statistics) are
-    never flagged.
+    builds a new one, with a new watch. Consumers without a group (no ``cgrp`` in the
+    statistics) are never flagged.
     """
 
     def __init__(
