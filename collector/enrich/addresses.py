@@ -11,11 +11,14 @@ scope id (``fe80::1%eth0``), falls through to ``ipaddress`` itself, which decide
 :func:`parse` gives the same address as a :class:`ParsedIP` (integer and canonical text,
 both from C): what the hot paths use, as no ``ipaddress`` object is needed there.
 
-:func:`is_global` replaces ``ipaddress``'s ``is_global`` property, with the same answers as
-CPython 3.11's (the version the collector runs on), because that property and ``is_private``
-are memoized with ``functools.lru_cache``: the stdlib kept the last 128 client addresses
-of each family in memory. Nothing here is memoized: a cache keyed by IP would keep raw IPs
-in memory after their request (invariant 5).
+:func:`is_global` replaces ``ipaddress``'s ``is_global`` property, because that property and
+``is_private`` are memoized with ``functools.lru_cache``: the stdlib kept the last 128 client
+addresses of each family in memory. Nothing here is memoized: a cache keyed by IP would keep
+raw IPs in memory after their request (invariant 5). Its answers follow the IANA
+special-purpose address registries as CPython defines them since the fix for CVE-2024-4032
+(3.11.10, 3.12.4, 3.13; Debian backported it to its 3.11.2): not-globally-reachable blocks
+minus their exceptions, so ``192.0.0.8`` is not global while ``192.0.0.9`` is. Older
+interpreters answer from an older table; the collector does not depend on which one runs it.
 """
 
 from __future__ import annotations
@@ -111,9 +114,14 @@ def _table(*networks: str) -> tuple[tuple[int, int], ...]:
     return tuple((int(n.network_address), int(n.netmask)) for n in map(ipaddress.ip_network, networks))
 
 
-def _ranges(table: tuple[tuple[int, int], ...], bits: int) -> tuple[list[int], list[int]]:
-    """The table's networks as sorted, merged [first, last] ranges (starts, ends), for bisect."""
-    spans = sorted((network, network | (~mask & ((1 << bits) - 1))) for network, mask in table)
+def _ranges(
+    table: tuple[tuple[int, int], ...], bits: int, exceptions: tuple[tuple[int, int], ...] = ()
+) -> tuple[list[int], list[int]]:
+    """The table's networks minus the ``exceptions`` networks, as sorted, disjoint, merged
+    [first, last] ranges (starts, ends), for bisect."""
+    full = (1 << bits) - 1
+    spans = sorted((network, network | (~mask & full)) for network, mask in table)
+    holes = sorted((network, network | (~mask & full)) for network, mask in exceptions)
     starts: list[int] = []
     ends: list[int] = []
     for first, last in spans:
@@ -122,31 +130,45 @@ def _ranges(table: tuple[tuple[int, int], ...], bits: int) -> tuple[list[int], l
         else:
             starts.append(first)
             ends.append(last)
+    for hole_first, hole_last in holes:  # a handful: cut each out of the range holding it
+        for i, (first, last) in enumerate(zip(starts, ends, strict=True)):
+            if first <= hole_first and hole_last <= last:
+                pieces = [(a, b) for a, b in ((first, hole_first - 1), (hole_last + 1, last)) if a <= b]
+                starts[i : i + 1] = [a for a, _ in pieces]
+                ends[i : i + 1] = [b for _, b in pieces]
+                break
     return starts, ends
 
 
-# CPython 3.11's IPv4Address._constants._private_networks; is_global also excludes 100.64.0.0/10 (CGNAT).
+# The IANA IPv4 special-purpose registry's blocks that are not globally reachable, and the
+# addresses inside them that are (CPython's IPv4Address._constants since CVE-2024-4032).
+# is_global also excludes 100.64.0.0/10 (CGNAT), which is_private does not include.
 _V4_PRIVATE: Final = _table(
-    "0.0.0.0/8", "10.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/29",
+    "0.0.0.0/8", "10.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
     "192.0.0.170/31", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
     "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
 )  # fmt: skip
+_V4_EXCEPTIONS: Final = _table("192.0.0.9/32", "192.0.0.10/32")
 _V4_NOT_GLOBAL: Final = (*_V4_PRIVATE, *_table("100.64.0.0/10"))
-# CPython 3.11's IPv6Address._constants._private_networks (an IPv4-mapped address is judged
-# as its IPv4 address instead); is_global is "not private".
+# The same for IPv6 (IPv6Address._constants; an IPv4-mapped address is judged as its IPv4
+# address instead); is_global is "not private".
 _V6_PRIVATE: Final = _table(
-    "::1/128", "::/128", "::ffff:0:0/96", "100::/64", "2001::/23", "2001:2::/48", "2001:db8::/32",
-    "2001:10::/28", "fc00::/7", "fe80::/10",
+    "::1/128", "::/128", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
+    "2002::/16", "fc00::/7", "fe80::/10",
+)  # fmt: skip
+_V6_EXCEPTIONS: Final = _table(
+    "2001:1::1/128", "2001:1::2/128", "2001:3::/32", "2001:4:112::/48", "2001:20::/28", "2001:30::/28",
 )  # fmt: skip
 
 
-_V4_NOT_GLOBAL_RANGES: Final = _ranges(_V4_NOT_GLOBAL, 32)
-_V4_PRIVATE_RANGES: Final = _ranges(_V4_PRIVATE, 32)
-_V6_PRIVATE_RANGES: Final = _ranges(_V6_PRIVATE, 128)
+_V4_NOT_GLOBAL_RANGES: Final = _ranges(_V4_NOT_GLOBAL, 32, _V4_EXCEPTIONS)
+_V4_PRIVATE_RANGES: Final = _ranges(_V4_PRIVATE, 32, _V4_EXCEPTIONS)
+_V6_PRIVATE_RANGES: Final = _ranges(_V6_PRIVATE, 128, _V6_EXCEPTIONS)
 
 
 def is_global(address: IPAddress) -> bool:
-    """``address.is_global`` as CPython 3.11 answers it, without its per-address cache."""
+    """``address.is_global`` by the IANA registries (see the module docstring), without the
+    stdlib's per-address cache."""
     return is_global_number(isinstance(address, ipaddress.IPv4Address), int(address))
 
 
