@@ -114,23 +114,26 @@ def _table(*networks: str) -> tuple[tuple[int, int], ...]:
     return tuple((int(n.network_address), int(n.netmask)) for n in map(ipaddress.ip_network, networks))
 
 
+def _spans(table: tuple[tuple[int, int], ...], bits: int) -> list[tuple[int, int]]:
+    """The table's networks as sorted [first, last] address ranges."""
+    full = (1 << bits) - 1
+    return sorted((network, network | (~mask & full)) for network, mask in table)
+
+
 def _ranges(
     table: tuple[tuple[int, int], ...], bits: int, exceptions: tuple[tuple[int, int], ...] = ()
 ) -> tuple[list[int], list[int]]:
     """The table's networks minus the ``exceptions`` networks, as sorted, disjoint, merged
     [first, last] ranges (starts, ends), for bisect."""
-    full = (1 << bits) - 1
-    spans = sorted((network, network | (~mask & full)) for network, mask in table)
-    holes = sorted((network, network | (~mask & full)) for network, mask in exceptions)
     starts: list[int] = []
     ends: list[int] = []
-    for first, last in spans:
+    for first, last in _spans(table, bits):
         if ends and first <= ends[-1] + 1:
             ends[-1] = max(ends[-1], last)
         else:
             starts.append(first)
             ends.append(last)
-    for hole_first, hole_last in holes:  # a handful: cut each out of the range holding it
+    for hole_first, hole_last in _spans(exceptions, bits):  # a handful: cut each out of the range holding it
         for i, (first, last) in enumerate(zip(starts, ends, strict=True)):
             if first <= hole_first and hole_last <= last:
                 pieces = [(a, b) for a, b in ((first, hole_first - 1), (hole_last + 1, last)) if a <= b]
