@@ -16,19 +16,22 @@ from tests.integration.kafka_tail import TopicTail
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 IP = "81.2.69.160"
 COMPARED_HEADERS = (
-    "Content-Type", "Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "Allow", "Cache-Control",
-    "Retry-After",
+    "Content-Type", "Content-Length", "Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "Allow",
+    "Cache-Control", "Retry-After",
 )  # fmt: skip
 
 
 @pytest.fixture
 def clients(settings) -> tuple[Client, Client]:
-    """(routed, fast): one client through the usual stack, one with BeaconMiddleware after SecurityMiddleware."""
+    """(routed, fast): one client through the whole stack without BeaconMiddleware (Footfall's
+    settings install it), one with it right after SecurityMiddleware."""
+    beacon = "collector.middleware.BeaconMiddleware"
+    stack = [m for m in settings.MIDDLEWARE if m != beacon]
+    settings.MIDDLEWARE = stack
     routed = Client()
     routed.get("/footfall.js")  # loads its middleware chain now, from the settings as they are
-    security = settings.MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1
-    settings.MIDDLEWARE = [*settings.MIDDLEWARE[:security], "collector.middleware.BeaconMiddleware",
-                           *settings.MIDDLEWARE[security:]]  # fmt: skip
+    security = stack.index("django.middleware.security.SecurityMiddleware") + 1
+    settings.MIDDLEWARE = [*stack[:security], beacon, *stack[security:]]
     return routed, Client()
 
 
@@ -64,6 +67,7 @@ def answers(client: Client, site: Site) -> list[tuple[int, str | None, dict[str,
 
 def test_same_answers_with_and_without_the_fast_path(clients: tuple[Client, Client], site: Site) -> None:
     routed, fast = clients
+    assert "X-Frame-Options" in routed.get("/collect")  # the whole stack: XFrameOptionsMiddleware answered too
     expected = answers(routed, site)
     assert [status for status, _, _ in expected] == [202, 400, 400, 403, 413, 403, 202, 405, 204, 202, 400]
     assert answers(fast, site) == expected
