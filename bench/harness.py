@@ -34,6 +34,14 @@ REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 LUA = Path(__file__).resolve().parent / "wrk_collector.lua"
 SITE_ID = "bench"
+# JVM options of a private stack's Kafka broker (FOOTFALL_BENCH_BROKER_JVM overrides; empty:
+# none). Why C1 only: a broker's C2 compiler runs in waves for its first minutes, and a private
+# broker lives only as long as one benchmark. Measured during collector_bench rounds: the
+# broker's CPU per 10 s round swung 0.6-3.3 s with C2 (compiler threads up to 1.1 s of a 10 s
+# window, still after a minute of warm-up traffic), and slowed the gunicorns sharing its cores,
+# against a steady 0.4-0.8 s with C1 only. A long-running broker has finished compiling; C1
+# code is no faster than that, so what the broker costs a tracked variant is not understated.
+PRIVATE_BROKER_JVM = "-XX:TieredStopAtLevel=1"
 # Ports of a stack the benchmark starts itself: apart from the demo's (1xxxx) and
 # test.sh's (2xxxx) so it can run while either is up; FOOTFALL_BENCH_<SERVICE>_PORT overrides.
 OWN_PORTS = {"KAFKA": 39092, "REDIS": 36379, "MONGO": 37017, "WEB": 38000}
@@ -129,6 +137,9 @@ def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack) -> Stack:
         stack_env = app_env if same == app_env["KAFKA_BOOTSTRAP_SERVERS"] else None
         return Stack(app_env, f"env (Kafka {app_env['KAFKA_BOOTSTRAP_SERVERS']})", stack_env)
     stack_env = {**os.environ, "FOOTFALL_STATE_DIR": str(workdir / "stack")}
+    jvm = os.environ.get("FOOTFALL_BENCH_BROKER_JVM", PRIVATE_BROKER_JVM)
+    if jvm:  # the `java` launcher reads JDK_JAVA_OPTIONS; the stack's own flags are unchanged
+        stack_env["JDK_JAVA_OPTIONS"] = f"{os.environ.get('JDK_JAVA_OPTIONS', '')} {jvm}".strip()
     for service, default in OWN_PORTS.items():
         stack_env[f"FOOTFALL_{service}_PORT"] = os.environ.get(f"FOOTFALL_BENCH_{service}_PORT", str(default))
     stack = [PYTHON, "-m", "deploy.local.stack"]
@@ -137,7 +148,8 @@ def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack) -> Stack:
     print(f"starting a private stack (redis, kafka) in {workdir / 'stack'}", flush=True)
     subprocess.run([*stack, "start", "redis", "kafka"], env=stack_env, cwd=REPO, check=True)
     app_env = {**os.environ, **StackConfig.from_env(stack_env).app_environment()}
-    return Stack(app_env, f"own (Kafka {app_env['KAFKA_BOOTSTRAP_SERVERS']}, state {workdir / 'stack'})", stack_env)
+    kafka = app_env["KAFKA_BOOTSTRAP_SERVERS"]
+    return Stack(app_env, f"own (Kafka {kafka}, broker JVM {jvm or 'default'}, state {workdir / 'stack'})", stack_env)
 
 
 def bench_env(app_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
