@@ -271,11 +271,11 @@ class BeaconMiddleware:
     very ones the URLconf routes those paths to, so every answer is the same: 202, 400,
     403, 405, 413, 429, 503 with their reasons and CORS headers. Like ``CommonMiddleware``
     it checks the Host header against ``ALLOWED_HOSTS`` (400) and ``DISALLOWED_USER_AGENTS``
-    (403), and sets ``Content-Length``. What the skipped middleware would have added and these answers do not need:
-    ``X-Frame-Options`` (nothing to frame in a JSON or GIF answer) and ``Vary: Cookie``
-    (no cookie is read). The paths are looked up in the URLconf on the first request
-    (``reverse("collect")``, ``reverse("pixel")``); a site that does not route them there
-    gets every request passed through unchanged.
+    (403), and it sets ``Content-Length``. What the skipped middleware would have added and
+    these answers do not need: ``X-Frame-Options`` (nothing to frame in a JSON or GIF
+    answer) and ``Vary: Cookie`` (no cookie is read). The paths are looked up in the URLconf
+    on the first request (``reverse("collect")``, ``reverse("pixel")``); a site that does
+    not route them there gets every request passed through unchanged.
     """
 
     ROUTE_NAMES = ("collect", "pixel")
