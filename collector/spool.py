@@ -10,6 +10,13 @@ being written and take over those of a process that died. A record cut short by 
 was never fsync'd, hence never acknowledged: the reader stops at the first torn or corrupt
 frame of a segment and reports it.
 
+Appends are group-committed: each caller returns only once an fsync that began after its
+record was written has completed, but one fsync serves every record written before it
+started. During a Kafka outage every accepted beacon lands here, and one fsync per record
+under the writer's lock capped a process at 1/fsync-latency events a second (~7,000/s on a
+fast local disk, ~200/s on a disk with 5 ms fsyncs); with group commit the threads that
+arrive while an fsync runs share the next one.
+
 Replay (:meth:`Spool.replay`) hands each record to a callback that must make it durable
 elsewhere (produce to Kafka and wait for delivery) and deletes a segment only when every
 record in it was delivered. A crash mid-replay therefore re-sends records, never loses
@@ -64,10 +71,18 @@ class Spool:
         self._pid = 0
         self._seq = 0
         self._size_cache: tuple[float, int] = (0.0, 0)
+        # Group commit (see append): records are numbered as they are written; every record
+        # numbered up to _synced is durable; records numbered up to _failed_upto sat in a
+        # segment whose fsync failed (their appends raise). Records written and not yet
+        # synced are all in the open segment: closing it syncs them first.
+        self._synced_cond = threading.Condition(self._lock)
+        self._written = self._synced = self._failed_upto = 0
+        self._syncing = False
 
     # --- writing -------------------------------------------------------------------
     def append(self, payload: bytes) -> None:
-        """Durably append one record (returns after fsync); raise :class:`SpoolFull`."""
+        """Durably append one record: return only after an fsync that covers it; raise
+        :class:`SpoolFull` at the size bound, ``OSError`` if the record may not be durable."""
         frame = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
         with self._lock:
             if self.size_bytes() + len(frame) > self.max_bytes:
@@ -75,15 +90,59 @@ class Spool:
             handle = self._segment()
             handle.write(frame)
             handle.flush()
-            os.fsync(handle.fileno())
+            self._written += 1
+            ticket = self._written
             self._size_cache = (self._size_cache[0], self._size_cache[1] + len(frame))
             if handle.tell() >= SEGMENT_BYTES:
-                self._close_segment()
+                self._close_segment()  # syncs this record and every earlier one first
+            while self._synced < ticket:
+                if ticket <= self._failed_upto:
+                    raise OSError(f"spool at {self.directory}: fsync failed; the record may not be durable")
+                if not self._syncing:
+                    self._sync_open_segment()  # this thread syncs for everyone written so far
+                else:
+                    self._synced_cond.wait()  # the running fsync may not cover this record: recheck
+
+    def _sync_open_segment(self) -> None:
+        """Fsync the open segment without holding the lock (called with it held), so other
+        threads keep writing meanwhile; their records wait for the next fsync. The descriptor
+        is duplicated because the segment may be rotated or closed while the fsync runs."""
+        assert self._file is not None  # unsynced records are always in the open segment
+        target, path, fd = self._written, self._path, os.dup(self._file.fileno())
+        self._syncing = True
+        self._lock.release()
+        error: OSError | None = None
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            error = exc
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            self._lock.acquire()
+            self._syncing = False
+        if error is None:
+            self._synced = max(self._synced, target)
+        elif self._path == path:
+            # After a failed fsync the kernel may have dropped the dirty pages, and a later
+            # fsync can report success without them: every record of this segment not yet
+            # synced is failed, and writing goes on in a new segment.
+            log.error("spool fsync failed for %s: %s", path, error)
+            self._failed_upto = max(self._failed_upto, self._written)
+            self._close_segment(sync=False)
+        else:  # the segment was rotated meanwhile; the records written since are in a new one
+            log.error("spool fsync failed for %s: %s", path, error)
+            self._failed_upto = max(self._failed_upto, target)
+        self._synced_cond.notify_all()
 
     def _segment(self) -> BinaryIO:
         if self._file is not None and self._pid == os.getpid():
             return self._file
-        # After a fork the inherited handle (and its lock) belong to the parent.
+        # After a fork the inherited handle (and its lock) belong to the parent, and so do
+        # the records it numbered.
+        if self._pid != os.getpid():
+            self._written = self._synced = self._failed_upto = 0
+            self._syncing = False
         self._file, self._pid = None, os.getpid()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._seq += 1
@@ -94,9 +153,21 @@ class Spool:
         self._file, self._path = handle, path
         return handle
 
-    def _close_segment(self) -> None:
+    def _close_segment(self, sync: bool = True) -> None:
+        """Close the open segment (called with the lock held), first syncing the records
+        written to it and not synced yet: a closed segment holds only durable or failed ones."""
         if self._file is not None and self._pid == os.getpid():
-            self._file.close()  # releases the flock: the segment becomes replayable
+            try:
+                if sync and self._synced < self._written:
+                    try:
+                        os.fsync(self._file.fileno())
+                    except OSError:
+                        self._failed_upto = max(self._failed_upto, self._written)
+                        raise
+                    self._synced = self._written
+            finally:
+                self._file.close()  # releases the flock: the segment becomes replayable
+                self._synced_cond.notify_all()
         self._file = self._path = None
 
     def close(self) -> None:
