@@ -71,12 +71,14 @@ class Spool:
         self._pid = 0
         self._seq = 0
         self._size_cache: tuple[float, int] = (0.0, 0)
-        # Group commit (see append): records are numbered as they are written; every record
-        # numbered up to _synced is durable; records numbered up to _failed_upto sat in a
-        # segment whose fsync failed (their appends raise). Records written and not yet
-        # synced are all in the open segment: closing it syncs them first.
+        # Group commit (see append): records are numbered as they are written. Every record
+        # numbered up to _synced is durable, except those in a _failed range (lo, hi]: they
+        # were not synced yet when an fsync of their segment failed, and their appends raise.
+        # Records written and not yet synced are all in the open segment: closing it syncs
+        # them first.
         self._synced_cond = threading.Condition(self._lock)
-        self._written = self._synced = self._failed_upto = 0
+        self._written = self._synced = 0
+        self._failed: list[tuple[int, int]] = []  # grows by one per failed fsync: rare
         self._syncing = False
 
     # --- writing -------------------------------------------------------------------
@@ -95,9 +97,12 @@ class Spool:
             self._size_cache = (self._size_cache[0], self._size_cache[1] + len(frame))
             if handle.tell() >= SEGMENT_BYTES:
                 self._close_segment()  # syncs this record and every earlier one first
-            while self._synced < ticket:
-                if ticket <= self._failed_upto:
+            while True:
+                # Failures first: a later fsync of a new segment moves _synced past them.
+                if any(lo < ticket <= hi for lo, hi in self._failed):
                     raise OSError(f"spool at {self.directory}: fsync failed; the record may not be durable")
+                if self._synced >= ticket:
+                    return
                 if not self._syncing:
                     self._sync_open_segment()  # this thread syncs for everyone written so far
                 else:
@@ -108,7 +113,7 @@ class Spool:
         threads keep writing meanwhile; their records wait for the next fsync. The descriptor
         is duplicated because the segment may be rotated or closed while the fsync runs."""
         assert self._file is not None  # unsynced records are always in the open segment
-        target, path, fd = self._written, self._path, os.dup(self._file.fileno())
+        start, target, path, fd = self._synced, self._written, self._path, os.dup(self._file.fileno())
         self._syncing = True
         self._lock.release()
         error: OSError | None = None
@@ -128,11 +133,11 @@ class Spool:
             # fsync can report success without them: every record of this segment not yet
             # synced is failed, and writing goes on in a new segment.
             log.error("spool fsync failed for %s: %s", path, error)
-            self._failed_upto = max(self._failed_upto, self._written)
+            self._failed.append((self._synced, self._written))
             self._close_segment(sync=False)
         else:  # the segment was rotated meanwhile; the records written since are in a new one
             log.error("spool fsync failed for %s: %s", path, error)
-            self._failed_upto = max(self._failed_upto, target)
+            self._failed.append((start, target))
         self._synced_cond.notify_all()
 
     def _segment(self) -> BinaryIO:
@@ -141,8 +146,8 @@ class Spool:
         # After a fork the inherited handle (and its lock) belong to the parent, and so do
         # the records it numbered.
         if self._pid != os.getpid():
-            self._written = self._synced = self._failed_upto = 0
-            self._syncing = False
+            self._written = self._synced = 0
+            self._failed, self._syncing = [], False
         self._file, self._pid = None, os.getpid()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._seq += 1
@@ -162,7 +167,7 @@ class Spool:
                     try:
                         os.fsync(self._file.fileno())
                     except OSError:
-                        self._failed_upto = max(self._failed_upto, self._written)
+                        self._failed.append((self._synced, self._written))
                         raise
                     self._synced = self._written
             finally:

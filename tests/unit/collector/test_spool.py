@@ -122,8 +122,8 @@ class _RecordingFsync:
     this fsync will make durable) and, once the real fsync returns, counts them durable.
     Sleeps first, like a slow disk, so appends pile up behind a running fsync."""
 
-    def __init__(self, real: Callable[[int], None], fail_first: bool = False) -> None:
-        self.real, self.fail_first = real, fail_first
+    def __init__(self, real: Callable[[int], None], fail_on: int = 0) -> None:
+        self.real, self.fail_on = real, fail_on  # fail the fail_on-th segment fsync (1-based)
         self.lock = threading.Lock()
         self.durable: set[bytes] = set()
         self.segment_syncs = 0
@@ -136,7 +136,7 @@ class _RecordingFsync:
         time.sleep(0.003)
         with self.lock:
             self.segment_syncs += 1
-            if self.fail_first and self.segment_syncs == 1:
+            if self.segment_syncs == self.fail_on:
                 raise OSError(errno.EIO, "injected fsync failure")
         self.real(fd)
         with self.lock:
@@ -194,7 +194,7 @@ def test_concurrent_appends_share_fsyncs_and_return_only_when_durable(
 def test_a_failed_fsync_fails_its_records_and_writing_goes_on_in_a_new_segment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fsync = _RecordingFsync(os.fsync, fail_first=True)
+    fsync = _RecordingFsync(os.fsync, fail_on=1)
     monkeypatch.setattr(spool_module.os, "fsync", fsync)
     spool = Spool(tmp_path, 1 << 20)
     with pytest.raises(OSError, match="fsync failed"):
@@ -207,3 +207,36 @@ def test_a_failed_fsync_fails_its_records_and_writing_goes_on_in_a_new_segment(
     # The failed record is still replayed if its bytes made it: a duplicate at worst (its
     # client got an error and may retry with the same event_id), never a loss.
     assert b"durable" in seen
+
+
+def test_concurrent_appends_never_return_a_record_a_failed_fsync_left_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When an fsync fails while other threads wait, every append it was to cover raises,
+    even though later fsyncs (of a new segment) succeed; every append that returns is durable."""
+    fsync = _RecordingFsync(os.fsync, fail_on=3)
+    monkeypatch.setattr(spool_module.os, "fsync", fsync)
+    spool = Spool(tmp_path, 1 << 24)
+    acked_not_durable: list[bytes] = []
+    failed: list[bytes] = []
+
+    def writer(n: int) -> None:
+        for i in range(25):
+            payload = f"event-{n}-{i}".encode()
+            try:
+                spool.append(payload)
+            except OSError:
+                failed.append(payload)
+                continue
+            with fsync.lock:
+                if payload not in fsync.durable:
+                    acked_not_durable.append(payload)
+
+    pool = [threading.Thread(target=writer, args=(n,)) for n in range(16)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert acked_not_durable == []
+    assert failed  # the third fsync failed and the records it covered were refused
+    assert len(failed) < 16 * 25  # and writing went on
