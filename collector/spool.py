@@ -126,6 +126,7 @@ class Spool:
                 os.close(fd)
             self._lock.acquire()
             self._syncing = False
+            self._synced_cond.notify_all()  # here too: whatever happened, a waiter takes over
         if error is None:
             self._synced = max(self._synced, target)
         elif self._path == path:
