@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     base = args.dir or load_config(os.environ, REPO).spool_dir.parent
     base.mkdir(parents=True, exist_ok=True)
     if args.fsync_delay_ms:
-        # The module's os.fsync (and only the spool's calls): a slower disk, same code path.
+        # os.fsync itself (spool_module.os is the os module): in this process only the spool
+        # calls it. A slower disk, same code path.
         real = os.fsync
         spool_module.os.fsync = slowed(real, args.fsync_delay_ms / 1000)  # type: ignore[attr-defined]
     records = args.records or (400 if args.fsync_delay_ms >= 1 else 8000)

@@ -77,6 +77,10 @@ class Spool:
         # Records written and not yet synced are all in the open segment: closing it syncs
         # them first.
         self._synced_cond = threading.Condition(self._lock)
+        self._reset_numbering()
+
+    def _reset_numbering(self) -> None:
+        """No record written yet (a new spool, or a forked child: the parent's are its own)."""
         self._written = self._synced = 0
         self._failed: list[tuple[int, int]] = []  # grows by one per failed fsync: rare
         self._syncing = False
@@ -134,12 +138,17 @@ class Spool:
             # fsync can report success without them: every record of this segment not yet
             # synced is failed, and writing goes on in a new segment.
             log.error("spool fsync failed for %s: %s", path, error)
-            self._failed.append((self._synced, self._written))
+            self._fail_unsynced()
             self._close_segment(sync=False)
         else:  # the segment was rotated meanwhile; the records written since are in a new one
             log.error("spool fsync failed for %s: %s", path, error)
             self._failed.append((start, target))
-        self._synced_cond.notify_all()
+        # No second notify: the waiters woken in `finally` recheck only once this thread
+        # releases the lock, after the state above is set.
+
+    def _fail_unsynced(self) -> None:
+        """Mark every record written and not synced yet as failed: their appends raise."""
+        self._failed.append((self._synced, self._written))
 
     def _segment(self) -> BinaryIO:
         if self._file is not None and self._pid == os.getpid():
@@ -147,8 +156,7 @@ class Spool:
         # After a fork the inherited handle (and its lock) belong to the parent, and so do
         # the records it numbered.
         if self._pid != os.getpid():
-            self._written = self._synced = 0
-            self._failed, self._syncing = [], False
+            self._reset_numbering()
         self._file, self._pid = None, os.getpid()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._seq += 1
@@ -168,7 +176,7 @@ class Spool:
                     try:
                         os.fsync(self._file.fileno())
                     except OSError:
-                        self._failed.append((self._synced, self._written))
+                        self._fail_unsynced()
                         raise
                     self._synced = self._written
             finally:

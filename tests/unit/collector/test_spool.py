@@ -132,7 +132,7 @@ class _RecordingFsync:
         path = Path(os.readlink(f"/proc/self/fd/{fd}"))
         if path.suffix != ".spool":
             return self.real(fd)  # the directory's entries
-        covered = _frames(path.read_bytes())
+        covered = list(spool_module._read_frames(path)[0])  # a frame still being written is left out
         time.sleep(0.003)
         with self.lock:
             self.segment_syncs += 1
@@ -142,18 +142,6 @@ class _RecordingFsync:
         with self.lock:
             self.durable.update(covered)
         return None
-
-
-def _frames(data: bytes) -> list[bytes]:
-    """The intact records of a segment's bytes (a frame still being written is left out)."""
-    out, offset = [], 0
-    while offset + 8 <= len(data):
-        length, _crc = struct.unpack_from(">II", data, offset)
-        if offset + 8 + length > len(data):
-            break
-        out.append(data[offset + 8 : offset + 8 + length])
-        offset += 8 + length
-    return out
 
 
 @pytest.mark.parametrize("segment_bytes", [16 * 1024 * 1024, 2048], ids=["one-segment", "rotating"])
