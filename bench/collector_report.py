@@ -11,8 +11,11 @@ from pathlib import Path
 NOISY = 0.10  # above this median share of the machine's CPU used by others, req/s ratios are suspect
 GOALS = {
     "middleware": ("B_page", "A_page", 0.95),  # B(/bench/page) / A(/bench/page)
-    "beacon": ("A_collect", "A_empty", 0.80),  # A(POST /collect) / A(/bench/empty)
+    "beacon": ("A_collect", "A_empty", 0.80),  # C(POST /collect) / C(/bench/empty)
 }
+# A/A: two identical servers, same page. No goal: how far apart the instrument puts two
+# servers that differ in nothing; a goal's margin smaller than that distance is not resolved.
+CONTROLS = {"control": ("A2_page", "A_page")}
 
 
 def _median(runs: Sequence[Mapping], key: str) -> float | None:
@@ -56,21 +59,10 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
             "runs": rs,
         }
     ratios = {}
-    for name, (top, bottom, goal) in GOALS.items():
-        t, b = variants[top], variants[bottom]
-        value = t["median_rps"] / b["median_rps"]
-        pairs = zip(t["runs"], b["runs"], strict=True)
-        cpu_t, cpu_b = t["median_server_cpu_ms_per_req"], b["median_server_cpu_ms_per_req"]
-        ratios[name] = {
-            "of": f"{top} / {bottom}",
-            "value": round(value, 4),
-            "goal": goal,
-            "pass": value >= goal,
-            "per_round": [round(x["rps"] / y["rps"], 4) for x, y in pairs],
-            # What the ratio would be if the server had the machine to itself: the inverse
-            # ratio of server CPU per request (informational; B's includes its tracker thread).
-            "server_cpu_ratio": round(cpu_b / cpu_t, 4) if cpu_t and cpu_b else None,
-        }
+    for name, (top, bottom, goal) in [*GOALS.items(), *((n, (t, b, None)) for n, (t, b) in CONTROLS.items())]:
+        if top not in variants or bottom not in variants:
+            continue
+        ratios[name] = _ratio(variants[top], variants[bottom], f"{top} / {bottom}", goal)
     shares = [r["others_cpu_share"] for rs in runs.values() for r in rs]
     noise = statistics.median(shares) if shares else 0.0
     warnings = []
@@ -89,6 +81,23 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
             "ok": not failures}  # fmt: skip
 
 
+def _ratio(top: Mapping, bottom: Mapping, of: str, goal: float | None) -> dict:
+    """Median req/s of ``top`` over ``bottom``, per round and by server CPU; ``pass`` is
+    ``None`` for a control (no goal)."""
+    value = top["median_rps"] / bottom["median_rps"]
+    cpu_t, cpu_b = top["median_server_cpu_ms_per_req"], bottom["median_server_cpu_ms_per_req"]
+    return {
+        "of": of,
+        "value": round(value, 4),
+        "goal": goal,
+        "pass": None if goal is None else value >= goal,
+        "per_round": [round(x["rps"] / y["rps"], 4) for x, y in zip(top["runs"], bottom["runs"], strict=True)],
+        # What the ratio would be if the server had the machine to itself: the inverse
+        # ratio of server CPU per request (informational; B's includes its tracker thread).
+        "server_cpu_ratio": round(cpu_b / cpu_t, 4) if cpu_t and cpu_b else None,
+    }
+
+
 def print_table(doc: Mapping, endpoints: Mapping[str, str]) -> None:
     """The results table on stdout."""
     print(f"\n{'variant':<10} {'endpoint':<18} {'req/s':>6}  {'per round':<18} {'p50 ms':>6} {'p99 ms':>6}"
@@ -104,8 +113,9 @@ def print_table(doc: Mapping, endpoints: Mapping[str, str]) -> None:
     for name, r in doc["ratios"].items():
         rounds = " ".join(f"{v:.3f}" for v in r["per_round"])
         cpu = "-" if r["server_cpu_ratio"] is None else f"{r['server_cpu_ratio']:.3f}"
-        verdict = "PASS" if r["pass"] else "FAIL"
-        print(f"{name:<11} {r['of']:<22} {r['value']:6.3f} {r['goal']:5.2f}  {verdict:<6}  {rounds:<22} {cpu}")
+        goal = "-" if r["goal"] is None else f"{r['goal']:.2f}"
+        verdict = "A/A" if r["pass"] is None else "PASS" if r["pass"] else "FAIL"
+        print(f"{name:<11} {r['of']:<22} {r['value']:6.3f} {goal:>5}  {verdict:<6}  {rounds:<22} {cpu}")
     for warning in doc["warnings"]:
         print(f"\nWARNING: {warning}")
     print(f"\nbenchmark FAILED: {'; '.join(doc['failures'])}" if doc["failures"] else "\nbenchmark completed")
