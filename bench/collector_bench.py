@@ -131,12 +131,12 @@ class Bench:
             raise BenchError(f"warm-up of {var.key} answered {run['statuses']}")
 
     def warm_broker(self) -> None:
-        """Real tracked traffic (page views through B, beacons through A, alternating in
+        """Real tracked traffic (page views through B, beacons through C, alternating in
         slices of at most 15 s) for ``--broker-warmup`` seconds, before anything is measured.
 
         Why: a JVM broker compiles its hot paths after it starts. A private stack's broker
         runs with C1 only (``harness.PRIVATE_BROKER_JVM``), which settles within ~20 s of
-        traffic; with C2 (a stack from the environment) it takes minutes. Both servers'
+        traffic; with C2 (a stack from the environment) it takes minutes. Both tracking servers'
         producers take part, so no round meets a broker that has not yet seen them. A
         slice's broker CPU per event is printed so a reader can see it settle."""
         tracked = [var for var in VARIANTS if var.tracked]

@@ -2,9 +2,9 @@
 
 Variant A is Footfall's settings as they are; variant B (``FOOTFALL_BENCH_MIDDLEWARE=1``)
 also installs :class:`~collector.middleware.ClickstreamMiddleware` exactly as its docstring
-tells a host site to (appended last, ``FOOTFALL_SITE_ID`` set), so the two servers differ
-in that one respect. ``FOOTFALL_BENCH_BEACON_MIDDLEWARE=1`` (``collector_bench
---beacon-middleware``) installs :class:`~collector.middleware.BeaconMiddleware` in both,
+tells a host site to (appended last, ``FOOTFALL_SITE_ID`` set), so B differs from the
+bench's other servers in that one respect. ``FOOTFALL_BENCH_BEACON_MIDDLEWARE=1`` (``collector_bench
+--beacon-middleware``) installs :class:`~collector.middleware.BeaconMiddleware` in every server,
 right after SecurityMiddleware as its docstring says, when Footfall's settings do not
 already: it measures that setting before the project adopts it. The harness
 (``bench/harness.py``) sets the environment; nothing else should use this module.
