@@ -22,8 +22,9 @@ other round, so machine drift hits all of them alike):
   middleware ratio = median B / median A (goal >= 0.95);
 * ``A2_page`` / ``A_page``: the same page on two identical servers, an A/A control with no
   goal. On a shared VM two instances of one server can differ by more than the middleware
-  goal's 5 % margin (bench/README.md, eighth round); a run whose control is that far from
-  1.00 cannot tell whether the middleware ratio is above or below 0.95;
+  goal's 5 % margin (bench/README.md, eighth round), so B is also compared with A2 (same
+  goal), and the middleware goal's verdict is PASS or FAIL only when both comparisons
+  agree, UNRESOLVED otherwise (bench/collector_report.py);
 * ``A_collect`` / ``A_empty``: POST /collect with a tracker-like beacon vs. a bare 204 view,
   both on C; beacon ratio = median collect / median empty (goal >= 0.80). On their own
   server so that A and A2 serve exactly the same traffic.

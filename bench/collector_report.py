@@ -11,11 +11,16 @@ from pathlib import Path
 NOISY = 0.10  # above this median share of the machine's CPU used by others, req/s ratios are suspect
 GOALS = {
     "middleware": ("B_page", "A_page", 0.95),  # B(/bench/page) / A(/bench/page)
+    "middleware_a2": ("B_page", "A2_page", 0.95),  # the same goal against A's twin
     "beacon": ("A_collect", "A_empty", 0.80),  # C(POST /collect) / C(/bench/empty)
 }
 # A/A: two identical servers, same page. No goal: how far apart the instrument puts two
 # servers that differ in nothing; a goal's margin smaller than that distance is not resolved.
 CONTROLS = {"control": ("A2_page", "A_page")}
+# A goal is met in a run when every ratio measuring it passes, missed when none does, and
+# unresolved when they disagree: A and A2 are the same server, so a verdict that depends on
+# which of them B is compared with is the instrument's, not the middleware's.
+VERDICTS = {"middleware": ("middleware", "middleware_a2"), "beacon": ("beacon",)}
 
 
 def _median(runs: Sequence[Mapping], key: str) -> float | None:
@@ -63,6 +68,11 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
         if top not in variants or bottom not in variants:
             continue
         ratios[name] = _ratio(variants[top], variants[bottom], f"{top} / {bottom}", goal)
+    verdicts = {}
+    for goal_name, names in VERDICTS.items():
+        passes = {ratios[n]["pass"] for n in names if n in ratios}
+        if passes:
+            verdicts[goal_name] = "UNRESOLVED" if len(passes) > 1 else "PASS" if passes == {True} else "FAIL"
     shares = [r["others_cpu_share"] for rs in runs.values() for r in rs]
     noise = statistics.median(shares) if shares else 0.0
     warnings = []
@@ -77,7 +87,7 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
     failures = [f"{k}: {v['non_2xx']} non-2xx answers" for k, v in variants.items() if v["non_2xx"]]
     failures += [f"{k}: {v['socket_errors']} socket errors" for k, v in variants.items() if v["socket_errors"]]
     return {"benchmark": "collector", "config": config, "variants": variants, "ratios": ratios,
-            "others_cpu_share": round(noise, 3), "warnings": warnings, "failures": failures,
+            "verdicts": verdicts, "others_cpu_share": round(noise, 3), "warnings": warnings, "failures": failures,
             "ok": not failures}  # fmt: skip
 
 
@@ -109,13 +119,16 @@ def print_table(doc: Mapping, endpoints: Mapping[str, str]) -> None:
               f" {res['median_p99_ms']:6.1f} {res['non_2xx']:7d} {res['median_server_cpu_ms_per_req']:10.3f}"
               f" {'-' if kafka_cpu is None else f'{kafka_cpu:.3f}':>9}"
               f"  {res['events_produced']} / {res['events_expected']}: {res['kafka_check']}")  # fmt: skip
-    print(f"\n{'goal':<11} {'ratio of median req/s':<22} {'value':>6} {'goal':>5}  result  {'per round':<22} CPU ratio")
+    print(f"\n{'ratio':<13} {'of median req/s':<22} {'value':>6} {'goal':>5}  result  {'per round':<22} CPU ratio")
     for name, r in doc["ratios"].items():
         rounds = " ".join(f"{v:.3f}" for v in r["per_round"])
         cpu = "-" if r["server_cpu_ratio"] is None else f"{r['server_cpu_ratio']:.3f}"
         goal = "-" if r["goal"] is None else f"{r['goal']:.2f}"
         verdict = "A/A" if r["pass"] is None else "PASS" if r["pass"] else "FAIL"
-        print(f"{name:<11} {r['of']:<22} {r['value']:6.3f} {goal:>5}  {verdict:<6}  {rounds:<22} {cpu}")
+        print(f"{name:<13} {r['of']:<22} {r['value']:6.3f} {goal:>5}  {verdict:<6}  {rounds:<22} {cpu}")
+    print()
+    for name, verdict in doc["verdicts"].items():
+        print(f"goal {name}: {verdict}")
     for warning in doc["warnings"]:
         print(f"\nWARNING: {warning}")
     print(f"\nbenchmark FAILED: {'; '.join(doc['failures'])}" if doc["failures"] else "\nbenchmark completed")
