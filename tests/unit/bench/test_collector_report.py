@@ -1,0 +1,65 @@
+"""The collector bench's report: ratios, the A/A control and the goals' verdicts (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import collector_report
+
+KEYS = ["A_page", "B_page", "A2_page", "A_empty", "A_collect"]
+
+
+def _run(rps: float, cpu: float = 1.0, produced: int = 0, expected: int = 0) -> dict:
+    return {
+        "rps": rps, "p50_ms": 10.0, "p99_ms": 20.0, "requests": int(rps * 10), "statuses": {200: int(rps * 10)},
+        "non_2xx": 0, "socket_errors": {}, "cpu_s": {}, "others_cpu_share": 0.0, "server_cpu_ms_per_req": cpu,
+        "kafka_cpu_ms_per_req": None, "events_produced": produced, "events_expected": expected,
+    }  # fmt: skip
+
+
+def _doc(a: float, b: float, a2: float, empty: float = 1000.0, collect: float = 900.0) -> dict:
+    runs = {
+        "A_page": [_run(a)] * 3,
+        "B_page": [_run(b)] * 3,
+        "A2_page": [_run(a2)] * 3,
+        "A_empty": [_run(empty)] * 3,
+        "A_collect": [_run(collect)] * 3,
+    }
+    return collector_report.build({}, runs, KEYS, connections=32)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "a2", "verdict"),
+    [
+        (1000.0, 960.0, 1000.0, "PASS"),  # B within 5 % of both twins
+        (1000.0, 900.0, 1000.0, "FAIL"),  # 10 % short of both
+        (1000.0, 960.0, 1060.0, "UNRESOLVED"),  # passes against A, fails against its twin
+        (1060.0, 960.0, 1000.0, "UNRESOLVED"),  # and the other way round
+    ],
+)
+def test_middleware_verdict_needs_both_baselines_to_agree(a: float, b: float, a2: float, verdict: str) -> None:
+    doc = _doc(a, b, a2)
+    assert doc["verdicts"]["middleware"] == verdict
+    assert doc["ratios"]["middleware"]["value"] == pytest.approx(b / a, abs=1e-4)
+    assert doc["ratios"]["middleware_a2"]["value"] == pytest.approx(b / a2, abs=1e-4)
+
+
+def test_control_is_a2_over_a_with_no_goal() -> None:
+    control = _doc(1000.0, 960.0, 1050.0)["ratios"]["control"]
+    assert control["of"] == "A2_page / A_page"
+    assert control["value"] == pytest.approx(1.05)
+    assert control["goal"] is None
+    assert control["pass"] is None
+
+
+def test_beacon_verdict_follows_its_one_ratio() -> None:
+    assert _doc(1000.0, 960.0, 1000.0, empty=1000.0, collect=810.0)["verdicts"]["beacon"] == "PASS"
+    assert _doc(1000.0, 960.0, 1000.0, empty=1000.0, collect=790.0)["verdicts"]["beacon"] == "FAIL"
+
+
+def test_report_prints_the_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
+    collector_report.print_table(_doc(1000.0, 960.0, 1060.0), {key: "GET /" for key in KEYS})
+    out = capsys.readouterr().out
+    assert "goal middleware: UNRESOLVED" in out
+    assert "goal beacon: PASS" in out
+    assert "A/A" in out
