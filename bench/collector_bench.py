@@ -19,14 +19,15 @@ a warm-up of each variant, then rounds that alternate the variants (order revers
 other round, so machine drift hits all of them alike):
 
 * ``A_page`` / ``B_page``: GET /bench/page, a small HTML page that B records as a page view;
-  middleware ratio = median B / median A (goal >= 0.95);
+  middleware ratio = the median over rounds of B / A (goal >= 0.95);
 * ``A2_page`` / ``A_page``: the same page on two identical servers, an A/A control with no
   goal. On a shared VM two instances of one server can differ by more than the middleware
   goal's 5 % margin (bench/README.md, eighth round), so B is also compared with A2 (same
   goal), and the middleware goal's verdict is PASS or FAIL only when both comparisons
-  agree, UNRESOLVED otherwise (bench/collector_report.py);
+  agree and the control is within the goal's margin of 1.00, UNRESOLVED otherwise
+  (bench/collector_report.py);
 * ``A_collect`` / ``A_empty``: POST /collect with a tracker-like beacon vs. a bare 204 view,
-  both on C; beacon ratio = median collect / median empty (goal >= 0.80). On their own
+  both on C; beacon ratio = the median over rounds of collect / empty (goal >= 0.80). On their own
   server so that A and A2 serve exactly the same traffic.
 
 Per variant: median requests/s over the rounds, p50/p99 latency (medians over rounds),

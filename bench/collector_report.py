@@ -19,8 +19,12 @@ GOALS = {
 CONTROLS = {"control": ("A2_page", "A_page")}
 # A goal is met in a run when every ratio measuring it passes, missed when none does, and
 # unresolved when they disagree: A and A2 are the same server, so a verdict that depends on
-# which of them B is compared with is the instrument's, not the middleware's.
-VERDICTS = {"middleware": ("middleware", "middleware_a2"), "beacon": ("beacon",)}
+# which of them B is compared with is the instrument's, not the middleware's. It is also
+# unresolved when the run's control is further from 1.00 than the goal's margin.
+VERDICTS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "middleware": (("middleware", "middleware_a2"), "control"),
+    "beacon": (("beacon",), None),
+}
 
 
 def _median(runs: Sequence[Mapping], key: str) -> float | None:
@@ -69,10 +73,10 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
             continue
         ratios[name] = _ratio(variants[top], variants[bottom], f"{top} / {bottom}", goal)
     verdicts = {}
-    for goal_name, names in VERDICTS.items():
-        passes = {ratios[n]["pass"] for n in names if n in ratios}
-        if passes:
-            verdicts[goal_name] = "UNRESOLVED" if len(passes) > 1 else "PASS" if passes == {True} else "FAIL"
+    for goal_name, (names, control) in VERDICTS.items():
+        measured = [ratios[n] for n in names if n in ratios]
+        if measured:
+            verdicts[goal_name] = verdict(measured, ratios.get(control) if control else None)
     shares = [r["others_cpu_share"] for rs in runs.values() for r in rs]
     noise = statistics.median(shares) if shares else 0.0
     warnings = []
@@ -91,17 +95,30 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
             "ok": not failures}  # fmt: skip
 
 
+def verdict(measured: Sequence[Mapping], control: Mapping | None) -> str:
+    """PASS when every ratio in ``measured`` meets its goal, FAIL when none does, UNRESOLVED
+    when they disagree or when ``control`` (an A/A ratio) is off 1.00 by more than the margin."""
+    if control is not None and abs(control["value"] - 1.0) > min(1.0 - r["goal"] for r in measured):
+        return "UNRESOLVED"
+    passes = {r["pass"] for r in measured}
+    return "UNRESOLVED" if len(passes) > 1 else "PASS" if passes == {True} else "FAIL"
+
+
 def _ratio(top: Mapping, bottom: Mapping, of: str, goal: float | None) -> dict:
-    """Median req/s of ``top`` over ``bottom``, per round and by server CPU; ``pass`` is
-    ``None`` for a control (no goal)."""
-    value = top["median_rps"] / bottom["median_rps"]
+    """``top``'s req/s over ``bottom``'s: ``value`` is the median of the per-round ratios, the
+    two variants of a round having run next to each other (rounds alternate the variants),
+    so a VM that changes speed between rounds moves both. ``of_medians`` (median over median)
+    pairs numbers from different rounds. ``pass`` is ``None`` for a control (no goal)."""
+    per_round = [x["rps"] / y["rps"] for x, y in zip(top["runs"], bottom["runs"], strict=True)]
+    value = statistics.median(per_round)
     cpu_t, cpu_b = top["median_server_cpu_ms_per_req"], bottom["median_server_cpu_ms_per_req"]
     return {
         "of": of,
         "value": round(value, 4),
+        "of_medians": round(top["median_rps"] / bottom["median_rps"], 4),
         "goal": goal,
         "pass": None if goal is None else value >= goal,
-        "per_round": [round(x["rps"] / y["rps"], 4) for x, y in zip(top["runs"], bottom["runs"], strict=True)],
+        "per_round": [round(r, 4) for r in per_round],
         # What the ratio would be if the server had the machine to itself: the inverse
         # ratio of server CPU per request (informational; B's includes its tracker thread).
         "server_cpu_ratio": round(cpu_b / cpu_t, 4) if cpu_t and cpu_b else None,
@@ -119,16 +136,18 @@ def print_table(doc: Mapping, endpoints: Mapping[str, str]) -> None:
               f" {res['median_p99_ms']:6.1f} {res['non_2xx']:7d} {res['median_server_cpu_ms_per_req']:10.3f}"
               f" {'-' if kafka_cpu is None else f'{kafka_cpu:.3f}':>9}"
               f"  {res['events_produced']} / {res['events_expected']}: {res['kafka_check']}")  # fmt: skip
-    print(f"\n{'ratio':<13} {'of median req/s':<22} {'value':>6} {'goal':>5}  result  {'per round':<22} CPU ratio")
+    print(f"\n{'ratio':<13} {'of req/s':<22} {'median':>6} {'goal':>5}  result  {'per round':<32} "
+          "of medians  CPU ratio")  # fmt: skip
     for name, r in doc["ratios"].items():
         rounds = " ".join(f"{v:.3f}" for v in r["per_round"])
         cpu = "-" if r["server_cpu_ratio"] is None else f"{r['server_cpu_ratio']:.3f}"
         goal = "-" if r["goal"] is None else f"{r['goal']:.2f}"
-        verdict = "A/A" if r["pass"] is None else "PASS" if r["pass"] else "FAIL"
-        print(f"{name:<13} {r['of']:<22} {r['value']:6.3f} {goal:>5}  {verdict:<6}  {rounds:<22} {cpu}")
+        result = "A/A" if r["pass"] is None else "PASS" if r["pass"] else "FAIL"
+        print(f"{name:<13} {r['of']:<22} {r['value']:6.3f} {goal:>5}  {result:<6}  {rounds:<32} "
+              f"{r['of_medians']:10.3f}  {cpu}")  # fmt: skip
     print()
-    for name, verdict in doc["verdicts"].items():
-        print(f"goal {name}: {verdict}")
+    for name, outcome in doc["verdicts"].items():
+        print(f"goal {name}: {outcome}")
     for warning in doc["warnings"]:
         print(f"\nWARNING: {warning}")
     print(f"\nbenchmark FAILED: {'; '.join(doc['failures'])}" if doc["failures"] else "\nbenchmark completed")
