@@ -130,21 +130,21 @@ class Spool:
                 os.close(fd)
             self._lock.acquire()
             self._syncing = False
-            self._synced_cond.notify_all()  # here too: whatever happened, a waiter takes over
+            # Whatever the fsync did, a waiter takes over. The waiters recheck only once this
+            # thread releases the lock, after the state below is set: one notify is enough.
+            self._synced_cond.notify_all()
         if error is None:
             self._synced = max(self._synced, target)
-        elif self._path == path:
+            return
+        log.error("spool fsync failed for %s: %s", path, error)
+        if self._path == path:
             # After a failed fsync the kernel may have dropped the dirty pages, and a later
             # fsync can report success without them: every record of this segment not yet
             # synced is failed, and writing goes on in a new segment.
-            log.error("spool fsync failed for %s: %s", path, error)
             self._fail_unsynced()
             self._close_segment(sync=False)
         else:  # the segment was rotated meanwhile; the records written since are in a new one
-            log.error("spool fsync failed for %s: %s", path, error)
             self._failed.append((start, target))
-        # No second notify: the waiters woken in `finally` recheck only once this thread
-        # releases the lock, after the state above is set.
 
     def _fail_unsynced(self) -> None:
         """Mark every record written and not synced yet as failed: their appends raise."""

@@ -144,6 +144,34 @@ class _RecordingFsync:
         return None
 
 
+def _append_concurrently(
+    spool: Spool, fsync: _RecordingFsync, threads: int, per_thread: int
+) -> tuple[list[bytes], list[bytes]]:
+    """``threads`` threads append ``per_thread`` records each; returns the appends that
+    returned before their record was durable, and those that raised ``OSError``."""
+    acked_not_durable: list[bytes] = []
+    failed: list[bytes] = []
+
+    def writer(n: int) -> None:
+        for i in range(per_thread):
+            payload = f"event-{n}-{i}".encode()
+            try:
+                spool.append(payload)
+            except OSError:
+                failed.append(payload)
+                continue
+            with fsync.lock:
+                if payload not in fsync.durable:
+                    acked_not_durable.append(payload)
+
+    pool = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return acked_not_durable, failed
+
+
 @pytest.mark.parametrize("segment_bytes", [16 * 1024 * 1024, 2048], ids=["one-segment", "rotating"])
 def test_concurrent_appends_share_fsyncs_and_return_only_when_durable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, segment_bytes: int
@@ -156,21 +184,8 @@ def test_concurrent_appends_share_fsyncs_and_return_only_when_durable(
     monkeypatch.setattr(spool_module, "SEGMENT_BYTES", segment_bytes)
     spool = Spool(tmp_path, 1 << 24)
     threads, per_thread = 16, 25
-    acked_not_durable: list[bytes] = []
-
-    def writer(n: int) -> None:
-        for i in range(per_thread):
-            payload = f"event-{n}-{i}".encode()
-            spool.append(payload)
-            with fsync.lock:
-                if payload not in fsync.durable:
-                    acked_not_durable.append(payload)
-
-    pool = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
+    acked_not_durable, failed = _append_concurrently(spool, fsync, threads, per_thread)
+    assert failed == []
     assert acked_not_durable == []
     appends = threads * per_thread
     assert fsync.segment_syncs < appends / 2
@@ -205,26 +220,7 @@ def test_concurrent_appends_never_return_a_record_a_failed_fsync_left_behind(
     fsync = _RecordingFsync(os.fsync, fail_on=3)
     monkeypatch.setattr(spool_module.os, "fsync", fsync)
     spool = Spool(tmp_path, 1 << 24)
-    acked_not_durable: list[bytes] = []
-    failed: list[bytes] = []
-
-    def writer(n: int) -> None:
-        for i in range(25):
-            payload = f"event-{n}-{i}".encode()
-            try:
-                spool.append(payload)
-            except OSError:
-                failed.append(payload)
-                continue
-            with fsync.lock:
-                if payload not in fsync.durable:
-                    acked_not_durable.append(payload)
-
-    pool = [threading.Thread(target=writer, args=(n,)) for n in range(16)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
+    acked_not_durable, failed = _append_concurrently(spool, fsync, 16, 25)
     assert acked_not_durable == []
     assert failed  # the third fsync failed and the records it covered were refused
     assert len(failed) < 16 * 25  # and writing went on
