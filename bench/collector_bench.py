@@ -105,8 +105,8 @@ class Bench:
         # value and not in size (the environment's size moves a process's initial stack,
         # which can shift its speed by a few per cent).
         self.servers = {
-            name: Server(name, {**env, "FOOTFALL_BENCH_MIDDLEWARE": tracked}, gargs, workdir / f"gunicorn-{name}.log")
-            for name, tracked in (("A", "0"), ("B", "1"), ("A2", "0"), ("C", "0"))
+            name: Server(name, {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag}, gargs, workdir / f"gunicorn-{name}.log")
+            for name, flag in (("A", "0"), ("B", "1"), ("A2", "0"), ("C", "0"))
         }
         for server in self.servers.values():
             cleanup.callback(server.stop)

@@ -68,10 +68,10 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
             "runs": rs,
         }
     ratios = {}
-    for name, (top, bottom, goal) in [*GOALS.items(), *((n, (t, b, None)) for n, (t, b) in CONTROLS.items())]:
-        if top not in variants or bottom not in variants:
-            continue
-        ratios[name] = _ratio(variants[top], variants[bottom], f"{top} / {bottom}", goal)
+    controls = {name: (top, bottom, None) for name, (top, bottom) in CONTROLS.items()}
+    for name, (top, bottom, goal) in {**GOALS, **controls}.items():
+        if top in variants and bottom in variants:  # a result file from before A2 has no control
+            ratios[name] = _ratio(variants[top], variants[bottom], f"{top} / {bottom}", goal)
     verdicts = {}
     for goal_name, (names, control) in VERDICTS.items():
         measured = [ratios[n] for n in names if n in ratios]

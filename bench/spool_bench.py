@@ -84,16 +84,16 @@ def main(argv: list[str] | None = None) -> int:
         spool_module.os.fsync = slowed(real, args.fsync_delay_ms / 1000)  # type: ignore[attr-defined]
     records = args.records or (400 if args.fsync_delay_ms >= 1 else 8000)
     records -= records % args.threads
-    rates: dict[str, list[float]] = {"1 thread": [], f"{args.threads} threads": []}
+    single, many = "1 thread", f"{args.threads} threads"
+    rates: dict[str, list[float]] = {single: [], many: []}
     with tempfile.TemporaryDirectory(dir=base, prefix="spool-bench-") as workdir:
         for round_no in range(args.rounds):
-            order = [1, args.threads] if round_no % 2 == 0 else [args.threads, 1]
-            for threads in order:
-                key = "1 thread" if threads == 1 else f"{args.threads} threads"
+            order = [(single, 1), (many, args.threads)]
+            for key, threads in order if round_no % 2 == 0 else reversed(order):
                 rates[key].append(appends_per_second(Path(workdir), threads, records))
                 print(f"round {round_no + 1}/{args.rounds} {key:<11} {rates[key][-1]:9.0f} appends/s", flush=True)
     medians = {key: statistics.median(values) for key, values in rates.items()}
-    ratio = medians[f"{args.threads} threads"] / medians["1 thread"]
+    ratio = medians[many] / medians[single]
     print(f"\nspool under {base} ({args.fsync_delay_ms:g} ms added per fsync), {records} records of {len(RECORD)} B")
     for key, value in medians.items():
         print(f"{key:<11} {value:9.0f} appends/s (median)")
