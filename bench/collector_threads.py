@@ -43,6 +43,7 @@ AGENTS = (
 )
 REFERRERS = ("https://www.google.com/", "", "https://x.com/")
 CLIENTS = ("81.2.69.142", "89.160.20.112", "216.160.83.56", "2a02:cf40::1")
+TASKS = Path("/proc/self/task")  # one directory per thread of this process, named by native id
 WSGIApp = Callable[[dict[str, Any], Callable[..., object]], Iterable[bytes]]
 
 
@@ -83,21 +84,21 @@ def thread_cpu() -> dict[int, float]:
     """CPU seconds of each thread of this process, by native thread id (threads that ended
     meanwhile are left out)."""
     out = {}
-    for tid in map(int, os.listdir("/proc/self/task")):
-        seconds = _thread_seconds(tid)
+    for tid in map(int, os.listdir(TASKS)):
+        seconds = thread_seconds(TASKS / str(tid))
         if seconds is not None:
             out[tid] = seconds
     return out
 
 
-def _thread_seconds(tid: int) -> float | None:
+def thread_seconds(task: Path) -> float | None:
     """The thread's run time from ``schedstat`` (nanoseconds, kept by the scheduler), or from
     ``stat``'s user + system ticks on a kernel without it; ``None`` if the thread is gone.
 
     Why schedstat first: ticks are samples taken every 10 ms and charged to whichever thread
     is running then, so a tracker that runs a few milliseconds per 100 ms batch reads in
-    steps of 3.3 µs per request at 3,000 requests, and a round can miss or double a batch."""
-    task = Path(f"/proc/self/task/{tid}")
+    steps of 3.3 µs per request at 3,000 requests, and a round can miss or double a batch.
+    ``task`` is the thread's directory under :data:`TASKS`."""
     try:
         return int((task / "schedstat").read_text().split()[0]) / 1e9
     except (OSError, IndexError, ValueError):
@@ -112,9 +113,9 @@ def _thread_seconds(tid: int) -> float | None:
 def thread_names() -> dict[int, str]:
     """Python's thread names, else the kernel's (librdkafka names its threads there)."""
     names = {}
-    for tid in map(int, os.listdir("/proc/self/task")):
+    for tid in map(int, os.listdir(TASKS)):
         try:
-            names[tid] = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+            names[tid] = (TASKS / str(tid) / "comm").read_text().strip()
         except OSError:
             continue
     names.update({t.native_id: t.name for t in threading.enumerate() if t.native_id is not None})
