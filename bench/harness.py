@@ -70,18 +70,27 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wrk_binary() -> str:
-    """Path of wrk, installing Debian's package when missing and running as root."""
-    path = shutil.which("wrk")
+def debian_tool(binary: str, package: str | None = None) -> str:
+    """Path of ``binary``, installing Debian's ``package`` (default: same name) when it is
+    missing and this runs as root."""
+    path = shutil.which(binary)
+    package = package or binary
     if path is None and shutil.which("apt-get") and os.geteuid() == 0:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        print("installing wrk (apt-get)", flush=True)
+        print(f"installing {package} (apt-get)", flush=True)
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True, env=env)
-        path = shutil.which("wrk")
+        subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, env=env)
+        path = shutil.which(binary)
     if path is None:
-        raise BenchError("wrk is not installed: run `apt-get install -y wrk` as root (or install it from your distro)")
+        raise BenchError(
+            f"{binary} is not installed: run `apt-get install -y {package}` as root (or install it from your distro)"
+        )
     return path
+
+
+def wrk_binary() -> str:
+    """Path of wrk (see :func:`debian_tool`)."""
+    return debian_tool("wrk")
 
 
 # --- the service stack ----------------------------------------------------------------------
