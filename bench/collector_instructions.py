@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
+from collector.enrich.steps import DEFAULT_STEPS  # the middleware's default steps: pure code, no Django needed
 
 CHILD_FLAG = "--in-callgrind"
 CLOCKED = ("rdk:", "footfall-sink")  # thread names whose work follows the clock (see counted)
@@ -171,9 +172,6 @@ def child(requests: int, rounds: int, without: list[list[str]], out: Path) -> No
     # Django keeps middleware instances only inside the handler's chain of closures.
     (middleware,) = [o for o in gc.get_objects() if isinstance(o, ClickstreamMiddleware)]
     all_steps = middleware.steps
-    unknown = {name for left_out in without for name in left_out} - {step.__name__ for step in all_steps}
-    if unknown:
-        raise SystemExit(f"--without: no such step {sorted(unknown)}; the steps: {[s.__name__ for s in all_steps]}")
     variants = {"A": (a, all_steps), "B": (b, all_steps)}
     for left_out in without:
         variants["B-" + "-".join(left_out)] = (b, tuple(s for s in all_steps if s.__name__ not in left_out))
@@ -253,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         os._exit(0)  # no interpreter teardown: valgrind's exit dump is not read anyway
     args = parser.parse_args(argv)
+    steps = [step.__name__ for step in DEFAULT_STEPS]
+    unknown = sorted({name for w in args.without for name in w.split(",")} - set(steps))
+    if unknown:  # before valgrind's minute of start-up
+        parser.error(f"--without: no such step {unknown}; the steps are {steps}")
     harness.handle_signals()
     with contextlib.ExitStack() as cleanup:
         try:

@@ -10,6 +10,8 @@ import pytest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.test import RequestFactory
 
+from collector.enrich.geo import geolocate
+from collector.enrich.steps import DEFAULT_STEPS
 from collector.middleware import ClickstreamMiddleware
 from collector.models import Site
 from collector.sink import KafkaSink
@@ -55,6 +57,20 @@ def test_pageviews_arrive_and_the_response_is_untouched(settings, site: Site, ev
     assert event.url == "http://example.com/blog/post?id=7"
     assert (event.ref_domain, event.ref_type, event.utm.source) == ("news.ycombinator.com", "social", "hn")
     assert IP.encode() not in msg.value()
+
+
+def test_the_middlewares_steps_are_the_ones_its_events_go_through(settings, site: Site, events_tail: TopicTail) -> None:
+    """``steps`` (DEFAULT_STEPS unless changed) is what _deliver runs: without geolocation, no country."""
+    mw = middleware(settings, site)
+    assert mw.steps == DEFAULT_STEPS
+    mw(get("/with"))
+    mw.worker.drain(10)  # the job reads mw.steps when it runs, on the tracker thread
+    mw.steps = tuple(step for step in DEFAULT_STEPS if step is not geolocate)
+    mw(get("/without"))
+    events = {e.path: e for e in (decode(m.value()) for m in events_tail.read(of_site(site), 2))}
+    assert events["/with"].country is not None
+    assert events["/without"].country is None
+    assert events["/without"].visitor_id == events["/with"].visitor_id  # the other steps still ran
 
 
 def test_only_pages_are_tracked_by_default(settings, site: Site, events_tail: TopicTail) -> None:
