@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-workdir", action="store_true", help="keep gunicorn logs and the bench database")
     args = parser.parse_args(argv)
     harness.handle_signals()
-    harness.wrk_binary()  # fail (or install it) before starting anything
+    harness.debian_tool("wrk")  # fail (or install it) before starting anything
     workdir = Path(tempfile.mkdtemp(prefix="footfall-bench-"))
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     try:

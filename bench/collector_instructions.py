@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import io
 import json
 import os
 import re
@@ -120,14 +119,14 @@ def report(results: dict[str, dict[int, float]], names: dict[int, str]) -> list[
     the ceiling of the row's req/s ratio to the baseline (the same instructions never cost
     less on the row's page than on the baseline's)."""
     variants = list(results)
-    threads = [t for t in sorted(results[variants[0]]) if any(results[v][t] >= 50 for v in variants)]
-    heads = [names.get(t, f"thread {t}") for t in threads]
-    totalled = [t for t in results[variants[0]] if counted(names.get(t, ""))]
+    name = {t: names.get(t, f"thread {t}") for t in results[variants[0]]}
+    totalled = [t for t in name if counted(name[t])]
+    threads = [t for t in sorted(name) if any(results[v][t] >= 50 for v in variants)]
+    heads = [name[t] if t in totalled else f"({name[t]})" for t in threads]
     first = max(len("variant"), *(len(v) for v in variants)) + 2
-    cols = [max(11, len(h) + 2) + (0 if counted(h) else 2) for h in heads]
+    cols = [max(11, len(h) + 2) for h in heads]
     lines = [
-        "variant".ljust(first)
-        + "".join((h if counted(h) else f"({h})").rjust(c) for h, c in zip(heads, cols, strict=True))
+        "variant".ljust(first) + "".join(h.rjust(c) for h, c in zip(heads, cols, strict=True))
         + "      total    vs " + variants[0] + "  ceiling   (Ir per page view; totals leave out the (clocked) threads)"
     ]  # fmt: skip
     base = sum(results[variants[0]][t] for t in totalled)
@@ -163,7 +162,7 @@ def _thread_names() -> dict[int, str]:
 
 def child(requests: int, rounds: int, without: list[list[str]], out: Path) -> None:
     """Runs under callgrind: the phases, each closed by a dump (see the module docstring)."""
-    from bench.collector_threads import WSGIApp, environ, handlers
+    from bench.collector_threads import WSGIApp, handlers, serve
 
     a, b, host = handlers()  # sets Django up: the collector's modules import only after it
     from collector.middleware import ClickstreamMiddleware
@@ -175,20 +174,13 @@ def child(requests: int, rounds: int, without: list[list[str]], out: Path) -> No
     variants = {"A": (a, all_steps), "B": (b, all_steps)}
     for left_out in without:
         variants["B-" + "-".join(left_out)] = (b, tuple(s for s in all_steps if s.__name__ not in left_out))
-    envs = [environ(i, host) for i in range(requests)]
-
-    def start_response(status: str, headers: list[tuple[str, str]], exc_info: object = None) -> None:
-        if not status.startswith("200"):
-            raise RuntimeError(f"/bench/page answered {status}")
 
     def phase(app: WSGIApp, steps: tuple[Any, ...], count: int) -> None:
-        middleware.steps = steps
-        for i in range(count):
-            env = dict(envs[i % requests], **{"wsgi.input": io.BytesIO(b"")})
-            b"".join(app(env, start_response))
-        time.sleep(0.3)  # the tracker wakes every 100 ms
-        while middleware.worker.pending():
-            time.sleep(0.05)
+        middleware.steps = steps  # read by each job when it runs: set while none is queued
+        serve(app, count, host)
+        middleware.worker.drain(60)  # under valgrind a job takes milliseconds
+        if middleware.worker.pending():
+            raise RuntimeError("the tracker did not finish the phase's events within 60 s")
         if get_sink(middleware.cfg).flush(30):
             raise RuntimeError("Kafka did not take the phase's events within 30 s")
 

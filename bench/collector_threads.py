@@ -123,18 +123,24 @@ def thread_names() -> dict[int, str]:
     return names
 
 
-def one_round(app: WSGIApp, requests: int, host: str) -> tuple[float, dict[str, float]]:
-    """(process CPU µs per request, {thread name: CPU µs per request})."""
+def serve(app: WSGIApp, requests: int, host: str) -> None:
+    """Send ``requests`` page views to ``app`` as a WSGI server would (the body read, then
+    closed: Django's request_finished); raise if one is not answered 200."""
 
     def start_response(status: str, headers: list[tuple[str, str]], exc_info: object = None) -> None:
         if not status.startswith("200"):
             raise RuntimeError(f"/bench/page answered {status}")
 
-    before, started = thread_cpu(), time.process_time()
     for i in range(requests):
         body = app(environ(i, host), start_response)
         b"".join(body)
         getattr(body, "close", lambda: None)()
+
+
+def one_round(app: WSGIApp, requests: int, host: str) -> tuple[float, dict[str, float]]:
+    """(process CPU µs per request, {thread name: CPU µs per request})."""
+    before, started = thread_cpu(), time.process_time()
+    serve(app, requests, host)
     time.sleep(0.5)  # the tracker wakes every 100 ms and librdkafka lingers 200 ms
     process_us = (time.process_time() - started) / requests * 1e6
     per: dict[str, float] = {}

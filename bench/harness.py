@@ -70,27 +70,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def debian_tool(binary: str, package: str | None = None) -> str:
-    """Path of ``binary``, installing Debian's ``package`` (default: same name) when it is
-    missing and this runs as root."""
-    path = shutil.which(binary)
-    package = package or binary
+def debian_tool(name: str) -> str:
+    """Path of the program ``name``, installing Debian's package of that name when it is
+    missing and this runs as root (wrk; valgrind, which brings callgrind_control and vgdb)."""
+    path = shutil.which(name)
     if path is None and shutil.which("apt-get") and os.geteuid() == 0:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        print(f"installing {package} (apt-get)", flush=True)
+        print(f"installing {name} (apt-get)", flush=True)
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, env=env)
-        path = shutil.which(binary)
+        subprocess.run(["apt-get", "install", "-y", "-qq", name], check=True, env=env)
+        path = shutil.which(name)
     if path is None:
         raise BenchError(
-            f"{binary} is not installed: run `apt-get install -y {package}` as root (or install it from your distro)"
+            f"{name} is not installed: run `apt-get install -y {name}` as root (or install it from your distro)"
         )
     return path
-
-
-def wrk_binary() -> str:
-    """Path of wrk (see :func:`debian_tool`)."""
-    return debian_tool("wrk")
 
 
 # --- the service stack ----------------------------------------------------------------------
@@ -266,7 +260,7 @@ def run_wrk(
     url: str, mode: str, threads: int, connections: int, duration: float, max_requests: int = 0
 ) -> dict[str, object]:
     """One wrk run; its summary as printed by the Lua script's done()."""
-    argv = [wrk_binary(), f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency", "--timeout", "10s"]
+    argv = [debian_tool("wrk"), f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency", "--timeout", "10s"]
     env = {**os.environ, "FFBENCH_MODE": mode, "FFBENCH_SITE": SITE_ID, "FFBENCH_MAX_REQUESTS": str(max_requests)}
     out = subprocess.run([*argv, "-s", str(LUA), url], env=env, capture_output=True, text=True, timeout=duration + 120)
     for line in out.stdout.splitlines():
