@@ -42,7 +42,7 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, Resolver404, get_script_prefix, resolve, reverse
 
-from collector.beacon import client_ip
+from collector.beacon import client_address
 from collector.enrich.pipeline import Draft, Drop, SiteContext, Step, enrich
 from collector.enrich.steps import DEFAULT_STEPS, warm_up
 from collector.runtime import footfall_config
@@ -55,10 +55,10 @@ TRACK_MODES = ("pageviews", "requests")
 
 
 # What an event needs from a request's META, copied on the request thread (the request
-# object itself must not outlive the request). SECURE_PROXY_SSL_HEADER is not among them:
-# the scheme is read on the request thread, where Django resolves it. Copied as a tuple in
-# this order (one C-level map, ~4x cheaper than a dict comprehension over the keys); the
-# first _URL_KEYS are the ones get_host() and build_absolute_uri() read.
+# object itself must not outlive the request). Copied as a tuple in this order (one C-level
+# map, ~4x cheaper than a dict comprehension over the keys); the first _URL_KEYS are the ones
+# get_host() and build_absolute_uri() read. Each middleware appends the keys Django's
+# request.scheme reads (see _scheme_keys), so the scheme is resolved on the worker thread too.
 _META_KEYS = (
     "QUERY_STRING", "HTTP_HOST", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT", "SERVER_NAME", "SERVER_PORT",
     "HTTP_REFERER", "HTTP_USER_AGENT", "REMOTE_ADDR", "HTTP_X_FORWARDED_FOR", "HTTP_DNT", "HTTP_SEC_GPC",
@@ -66,7 +66,6 @@ _META_KEYS = (
 _URL_KEYS = 6
 _REFERER, _USER_AGENT, _REMOTE_ADDR, _FORWARDED_FOR, _DNT, _SEC_GPC = range(_URL_KEYS, len(_META_KEYS))
 _MISSING = object()  # stands for a key absent from META (a present key may hold any value)
-_MISSING_ALL = (_MISSING,) * len(_META_KEYS)
 
 
 _URL_CACHE_SIZE = 4096  # entries of the worker's URL memo (see ClickstreamMiddleware._url_and_host)
@@ -77,11 +76,10 @@ _EXCLUDED_CACHE_SIZE = 4096  # entries of the request thread's path -> excluded 
 class Hit:
     """One tracked request as the request thread saw it; the IP in ``values`` stays in memory.
 
-    ``values`` holds META's values for :data:`_META_KEYS`, in that order, ``_MISSING`` for an
-    absent key."""
+    ``values`` holds META's values for the middleware's keys (:data:`_META_KEYS`, then
+    :func:`_scheme_keys`), in that order, ``_MISSING`` for an absent key."""
 
     ts: int
-    scheme: str
     path: str
     values: tuple[object, ...]
     method: str | None = None  # "requests" mode only, like status and duration
@@ -93,9 +91,27 @@ class Hit:
         value = self.values[index]
         return default if value is _MISSING else value  # type: ignore[return-value]
 
-    def meta(self) -> dict[str, object]:
-        """The copied values as a META dict (absent keys absent, as in the request's)."""
-        return {key: value for key, value in zip(_META_KEYS, self.values, strict=True) if value is not _MISSING}
+    def meta(self, keys: tuple[str, ...]) -> dict[str, object]:
+        """The copied values as a META dict (absent keys absent, as in the request's); ``keys``
+        are the ones they were copied for."""
+        return {key: value for key, value in zip(keys, self.values, strict=True) if value is not _MISSING}
+
+
+def _scheme_keys() -> tuple[str, ...]:
+    """The META keys Django's ``request.scheme`` reads: the header ``SECURE_PROXY_SSL_HEADER``
+    names, if set, and the WSGI server's ``wsgi.url_scheme``. Copying them (two dict lookups)
+    and letting the worker thread ask Django costs the request thread a fifth of what asking
+    there did (``bench.collector_instructions``: ~4,700 instructions per page view). Read when
+    the middleware is built, like its other settings; a malformed setting is an error then,
+    not in every request."""
+    header = settings.SECURE_PROXY_SSL_HEADER
+    if not header:
+        return ("wsgi.url_scheme",)
+    try:
+        name, _secure_value = header
+    except (TypeError, ValueError):
+        raise ImproperlyConfigured("SECURE_PROXY_SSL_HEADER must be a tuple of two values") from None
+    return (name, "wsgi.url_scheme")
 
 
 class _SeenRequest(HttpRequest):
@@ -103,15 +119,13 @@ class _SeenRequest(HttpRequest):
     URL from Django's own ``get_host()`` (ALLOWED_HOSTS, X-Forwarded-Host) and
     ``build_absolute_uri()`` rather than from a copy of their rules."""
 
-    def __init__(self, hit: Hit) -> None:  # no super().__init__(): no GET/POST/FILES needed
-        self.META = hit.meta()
+    def __init__(self, hit: Hit, keys: tuple[str, ...]) -> None:  # no super().__init__(): no GET/POST/FILES
+        self.META = hit.meta(keys)
         self.path = self.path_info = hit.path
-        self._seen_scheme = hit.scheme
         self._host: str | None = None
 
-    @property
-    def scheme(self) -> str:
-        return self._seen_scheme
+    def _get_scheme(self) -> str:  # as WSGIRequest's; Django's scheme property asks the proxy header first
+        return self.META.get("wsgi.url_scheme")  # type: ignore[return-value]
 
     def get_host(self) -> str:
         if self._host is None:  # build_absolute_uri() asks again: validate once
@@ -138,6 +152,8 @@ class ClickstreamMiddleware:
         if self.salt_policy not in SALT_POLICIES:
             raise ImproperlyConfigured(f"FOOTFALL_COLLECTOR['SALT_POLICY'] must be one of {SALT_POLICIES}")
         self.timezone: str = options.get("TIMEZONE", "UTC")
+        self._keys = _META_KEYS + _scheme_keys()  # what _capture copies from META
+        self._missing = (_MISSING,) * len(self._keys)
         # The enrichment steps every event goes through (see collector.enrich.steps for their
         # order rules). An attribute rather than the module constant so that a measurement
         # (bench.collector_instructions) can run the same middleware without one of them.
@@ -154,7 +170,7 @@ class ClickstreamMiddleware:
         self._salts: SaltStore | None = None
         self._ctx_key: tuple[bytes, str] | None = None  # the worker's last (salt, host) and its context
         self._ctx = self.context
-        self._urls: dict[tuple[str, str, tuple[object, ...]], tuple[str, str]] = {}  # see _url_and_host
+        self._urls: dict[tuple[str, tuple[object, ...], tuple[object, ...]], tuple[str, str]] = {}  # see _url_and_host
         # Middleware is built when the server loads the app: pay the enrichment tables' loading
         # now (pure data, safe before a fork) rather than in the first page views.
         warm_up()
@@ -198,11 +214,11 @@ class ClickstreamMiddleware:
 
     def _capture(self, request: HttpRequest, response: HttpResponse, duration_ms: float) -> Hit:
         """The request thread's whole share of the work: copy, do not compute."""
-        values = tuple(map(request.META.get, _META_KEYS, _MISSING_ALL))
+        values = tuple(map(request.META.get, self._keys, self._missing))
         if self.track == "requests":
-            return Hit(int(time.time() * 1000), request.scheme, request.path, values,
+            return Hit(int(time.time() * 1000), request.path, values,
                        request.method, response.status_code, round(duration_ms, 3))  # fmt: skip
-        return Hit(int(time.time() * 1000), request.scheme, request.path, values)
+        return Hit(int(time.time() * 1000), request.path, values)
 
     def _deliver(self, hit: Hit) -> None:
         """On the worker thread: build, salt, enrich, send (failures are counted by the worker)."""
@@ -218,10 +234,10 @@ class ClickstreamMiddleware:
             method=hit.method,
             status=hit.status,
             duration_ms=hit.duration_ms,
-            ip=client_ip(hit.get(_REMOTE_ADDR), hit.get(_FORWARDED_FOR), self.cfg.trusted_proxies),
             user_agent=hit.get(_USER_AGENT, "")[:2048],  # type: ignore[index]
             dnt=hit.values[_DNT] == "1" or hit.values[_SEC_GPC] == "1",  # as meta_asks_not_to_track
         )
+        draft.set_address(client_address(hit.get(_REMOTE_ADDR), hit.get(_FORWARDED_FOR), self.cfg.trusted_proxies))
         if self._salts is None:
             self._salts = SaltStore(redis.Redis.from_url(self.cfg.redis_url, socket_timeout=2))
         salt = self._salts.salt(salt_day(draft.ts, self.salt_policy, self.timezone))
@@ -249,10 +265,11 @@ class ClickstreamMiddleware:
         were a third of the worker's time per event. Only the worker thread calls this;
         failures are not cached. Settings are read when an entry is made (they do not change
         while a server runs)."""
-        key = (hit.scheme, hit.path, hit.values[:_URL_KEYS])
+        values = hit.values
+        key = (hit.path, values[:_URL_KEYS], values[len(_META_KEYS) :])  # the latter: the scheme's
         found = self._urls.get(key)
         if found is None:
-            seen = _SeenRequest(hit)
+            seen = _SeenRequest(hit, self._keys)
             found = (seen.build_absolute_uri()[:8192], seen.get_host().rsplit(":", 1)[0].lower())
             if len(self._urls) >= _URL_CACHE_SIZE:
                 self._urls.clear()  # crude but bounded; refilled from the pages that still come

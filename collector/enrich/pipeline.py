@@ -102,6 +102,12 @@ class Draft:
             memo = self._parsed = (ip, parse(ip.strip()))
         return memo[1]
 
+    def set_address(self, parsed: ParsedIP | None) -> None:
+        """Set ``ip`` to an address parsed already: its canonical text, with ``parsed`` as what
+        :meth:`parsed_ip` returns for it (the steps do not parse it again); ``None``: no IP."""
+        self.ip = None if parsed is None else parsed.text
+        self._parsed = None if parsed is None else (self.ip, parsed)
+
     def forget_ip(self) -> None:
         """Erase the client's IP and User-Agent (and the parsed address) from the draft."""
         self.ip = None

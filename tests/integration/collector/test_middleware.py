@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.test import RequestFactory
 
@@ -147,3 +148,34 @@ def test_forwarded_host_and_scheme_build_the_url(settings, site: Site, events_ta
     mw(get("/p?q=1", HTTP_X_FORWARDED_HOST="example.com", HTTP_X_FORWARDED_PROTO="https", HTTP_HOST="internal"))
     [msg] = events_tail.read(of_site(site), 1)
     assert decode(msg.value()).url == "https://example.com/p?q=1"
+
+
+@pytest.mark.parametrize("proxy_header", [None, ("HTTP_X_FORWARDED_PROTO", "https")])
+def test_the_scheme_is_djangos_for_the_request(settings, site: Site, events_tail: TopicTail, proxy_header) -> None:
+    """The scheme is resolved on the worker thread from copied META values, by Django's own
+    rules: the proxy header when SECURE_PROXY_SSL_HEADER names it and the request carries it,
+    else the WSGI server's scheme; the header means nothing when the setting is off."""
+    settings.SECURE_PROXY_SSL_HEADER = proxy_header
+    mw = middleware(settings, site)
+    requests = {
+        "/tls": RequestFactory().get("/tls", secure=True, HTTP_HOST="example.com", REMOTE_ADDR=IP),
+        "/plain": get("/plain"),
+        "/proxied-tls": get("/proxied-tls", HTTP_X_FORWARDED_PROTO="https"),
+        "/proxied-plain": RequestFactory().get(
+            "/proxied-plain", secure=True, HTTP_HOST="example.com", REMOTE_ADDR=IP, HTTP_X_FORWARDED_PROTO="http"
+        ),
+    }
+    expected = {path: request.scheme for path, request in requests.items()}  # Django's answer, asked directly
+    for request in requests.values():
+        mw(request)
+    events = {e.path: e for e in (decode(m.value()) for m in events_tail.read(of_site(site), 4))}
+    assert {path: e.url.split(":", 1)[0] for path, e in events.items()} == expected
+    assert expected["/proxied-tls"] == ("https" if proxy_header else "http")  # the cases differ as meant
+    assert expected["/proxied-plain"] == ("http" if proxy_header else "https")
+
+
+@pytest.mark.parametrize("value", [("HTTP_X_FORWARDED_PROTO",), "HTTP_X_FORWARDED_PROTO", 443])
+def test_a_malformed_proxy_ssl_header_is_refused_at_start(settings, site: Site, value: object) -> None:
+    settings.SECURE_PROXY_SSL_HEADER = value
+    with pytest.raises(ImproperlyConfigured, match="SECURE_PROXY_SSL_HEADER"):
+        middleware(settings, site)

@@ -5,7 +5,16 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from collector.beacon import BadBeacon, asks_not_to_track, client_ip, parse_batch, parse_json, parse_query, to_draft
+from collector.beacon import (
+    BadBeacon,
+    asks_not_to_track,
+    client_address,
+    client_ip,
+    parse_batch,
+    parse_json,
+    parse_query,
+    to_draft,
+)
 
 NOW = 1_763_700_000_000
 
@@ -82,6 +91,8 @@ def test_batch_limit() -> None:
 )
 def test_client_ip(remote: str, xff: str | None, proxies: int, expected: str | None) -> None:
     assert client_ip(remote, xff, proxies) == expected
+    parsed = client_address(remote, xff, proxies)
+    assert (parsed and parsed.text) == expected  # the same address, parsed for the draft
 
 
 def test_privacy_signals() -> None:

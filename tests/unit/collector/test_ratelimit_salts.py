@@ -40,6 +40,17 @@ def test_salt_day_follows_policy() -> None:
     assert salt_day(ts, "daily_site_tz", "America/New_York") == dt.date(2026, 11, 21)
 
 
+def test_utc_salt_day_is_the_datetime_calendar_day() -> None:
+    """The integer arithmetic of the daily policy gives the day datetime does, at and around
+    every midnight of a leap year and on through a century."""
+    day_ms = 86_400_000
+    start = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp()) * 1000
+    moments = [start + d * day_ms + offset for d in range(367) for offset in (-1, 0, 1, day_ms // 2)]
+    moments += [946_684_800_000 + k * 997_013_000 for k in range(3_200)]  # 2000 to 2100, odd steps
+    for ts in moments:
+        assert salt_day(ts, "daily", "UTC") == dt.datetime.fromtimestamp(ts / 1000, dt.UTC).date(), ts
+
+
 def test_salt_expires_after_its_day_everywhere() -> None:
     now = dt.datetime(2026, 11, 21, 9, tzinfo=dt.UTC)
     end = expires_at(dt.date(2026, 11, 21), now)

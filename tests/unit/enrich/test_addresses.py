@@ -203,3 +203,15 @@ def test_draft_parsed_ip_is_memoized_per_value_and_forgotten() -> None:
     draft.forget_ip()
     assert draft.parsed_ip() is None
     assert draft._parsed is None
+
+
+def test_draft_given_a_parsed_address_uses_it_without_parsing_again() -> None:
+    draft = make_draft(ip=None)
+    parsed = parse("::ffff:1.2.3.4")
+    draft.set_address(parsed)
+    assert draft.ip == "::ffff:102:304"  # the canonical text, as client_ip gives it
+    assert draft.parsed_ip() is parsed
+    draft.ip = "81.2.69.142"  # a new value is parsed anew, as for any draft
+    assert draft.parsed_ip() == parse("81.2.69.142")
+    draft.set_address(None)
+    assert (draft.ip, draft.parsed_ip()) == (None, None)
