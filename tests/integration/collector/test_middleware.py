@@ -65,7 +65,7 @@ def test_the_middlewares_steps_are_the_ones_its_events_go_through(settings, site
     mw = middleware(settings, site)
     assert mw.steps == DEFAULT_STEPS
     mw(get("/with"))
-    mw.worker.drain(10)  # the job reads mw.steps when it runs, on the tracker thread
+    assert mw.worker.drain(10)  # the job reads mw.steps when it runs, on the tracker thread
     mw.steps = tuple(step for step in DEFAULT_STEPS if step is not geolocate)
     mw(get("/without"))
     events = {e.path: e for e in (decode(m.value()) for m in events_tail.read(of_site(site), 2))}
@@ -115,7 +115,7 @@ def test_tracking_failures_are_counted_not_raised(settings, site: Site, cfg: Con
     mw = middleware(settings, site)
     mw.cfg = dataclasses.replace(cfg, redis_url="redis://127.0.0.1:1/0")
     assert mw(get("/x")) is PAGE
-    mw.worker.drain(10)
+    assert mw.worker.drain(10)
     assert mw.worker.stats["failed"] == 1
 
 
@@ -134,7 +134,7 @@ def test_a_disallowed_host_is_counted_not_raised_nor_sent(settings, site: Site, 
     mw = middleware(settings, site)
     assert mw(get("/bad", HTTP_HOST="evil.test")) is PAGE
     mw(get("/good"))
-    mw.worker.drain(10)
+    assert mw.worker.drain(10)
     assert mw.worker.stats["failed"] == 1
     paths = [decode(m.value()).path for m in events_tail.read(of_site(site), 1, settle=1.0)]
     assert paths == ["/good"]

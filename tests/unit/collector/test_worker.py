@@ -55,11 +55,15 @@ def test_jobs_run_in_batches_and_drain_waits_for_them() -> None:
 
 
 def test_a_full_queue_drops_and_counts_and_a_failing_job_is_counted() -> None:
-    worker = BackgroundWorker(maxsize=3, interval=0.2)
+    worker = BackgroundWorker(maxsize=3, interval=0.01)
+    running, release = threading.Event(), threading.Event()
+    assert worker.submit(lambda: (running.set(), release.wait(5)))
+    assert running.wait(5)  # the worker is busy with it: what follows waits in the queue
     results = [worker.submit(lambda: None) for _ in range(5)]
     assert results == [True, True, True, False, False]
     assert worker.stats["dropped_queue_full"] == 2
-    worker.drain(5)
+    release.set()
+    assert worker.drain(5)
 
     def broken() -> None:
         raise RuntimeError("boom")
@@ -67,7 +71,23 @@ def test_a_full_queue_drops_and_counts_and_a_failing_job_is_counted() -> None:
     worker.submit(broken)
     worker.submit(lambda: None)  # the thread survives a failing job
     worker.drain(5)
-    assert (worker.stats["failed"], worker.stats["sent"]) == (1, 4)
+    assert (worker.stats["failed"], worker.stats["sent"]) == (1, 5)
+
+
+def test_drain_waits_for_the_jobs_before_it_and_says_whether_they_ran() -> None:
+    worker = BackgroundWorker(interval=0.01)
+    release = threading.Event()
+    ran: list[str] = []
+    worker.submit(lambda: (release.wait(5), ran.append("slow")))
+    assert worker.drain(0.2) is False  # the slow job holds the worker: not drained in time
+    assert worker.pending() >= 1
+    worker.submit(lambda: ran.append("after"))
+    release.set()
+    assert worker.drain(5) is True
+    assert ran == ["slow", "after"]
+    assert worker.pending() == 0
+    assert worker.stats["sent"] == 2  # drain's markers are not jobs
+    assert BackgroundWorker().drain(0) is True  # nothing ever submitted in this process
 
 
 def test_a_closed_sink_spools_what_it_is_still_given(cfg: Config, tmp_path: Path) -> None:
