@@ -30,6 +30,11 @@ other round, so machine drift hits all of them alike):
   both on C; beacon ratio = the median over rounds of collect / empty (goal >= 0.80). On their own
   server so that A and A2 serve exactly the same traffic.
 
+CPUs: by default (``--cpus auto``) the four gunicorns run on every CPU but the last, and the
+bench, wrk and a private stack's Kafka and Redis on the last one, as a web server's cores
+serve only the web app in production; ``--cpus none`` lets all of them share every CPU
+(bench/README.md, eleventh round, says what the sharing cost the tracked variants).
+
 Per variant: median requests/s over the rounds, p50/p99 latency (medians over rounds),
 status counts, CPU time per request of the server and of the Kafka broker (bench/cpu.py),
 and the events the run added to the events topic (Kafka high watermarks, read once the
@@ -95,6 +100,9 @@ class Bench:
 
     def __init__(self, args: argparse.Namespace, workdir: Path, cleanup: contextlib.ExitStack) -> None:
         self.args = args
+        self.split: harness.CpuSplit | None = args.cpu_split
+        if self.split is not None:  # before the stack starts: a private stack's Kafka and Redis inherit it, as wrk does
+            os.sched_setaffinity(0, self.split.rest)
         self.stack = harness.use_stack(args.stack, workdir, cleanup)
         env = harness.bench_env(self.stack.app_env, workdir)
         if args.beacon_middleware:
@@ -105,7 +113,13 @@ class Bench:
         # value and not in size (the environment's size moves a process's initial stack,
         # which can shift its speed by a few per cent).
         self.servers = {
-            name: Server(name, {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag}, gargs, workdir / f"gunicorn-{name}.log")
+            name: Server(
+                name,
+                {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag},
+                gargs,
+                workdir / f"gunicorn-{name}.log",
+                cpus=self.split.servers if self.split else None,
+            )
             for name, flag in (("A", "0"), ("B", "1"), ("A2", "0"), ("C", "0"))
         }
         for server in self.servers.values():
@@ -116,6 +130,13 @@ class Bench:
         kafka = stack_pid("kafka", self.stack.stack_env) if self.stack.stack_env else None
         groups = {f"server_{name}": s.proc.pid if s.proc else None for name, s in self.servers.items()}
         self.meter = CpuMeter({**groups, "kafka": kafka})
+
+    def cpus(self) -> str:
+        if self.split is None:
+            return "CPUs shared by servers, wrk and stack"
+        # A stack from the environment was started by someone else, on whatever CPUs it has.
+        unmoved = self.stack.description.startswith("env")
+        return self.split.describe() + (" (the environment's stack: not moved)" if unmoved else "")
 
     def wrk(self, var: Variant, duration: float) -> dict:
         url = self.servers[var.server].url + var.path
@@ -185,7 +206,7 @@ class Bench:
         args = self.args
         servers = ", ".join(f"{name} {server.url}" for name, server in self.servers.items())
         load = f"wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, {args.rounds} rounds"
-        print(f"stack: {self.stack.description}; {servers}; {load}", flush=True)
+        print(f"stack: {self.stack.description}; {servers}; {load}; {self.cpus()}", flush=True)
         self.warm_broker()
         self.warm_up()
         runs: dict[str, list[dict]] = {var.key: [] for var in VARIANTS}
@@ -226,6 +247,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gunicorn-threads", type=int, default=4, help="threads per gunicorn worker (default 4)")
     parser.add_argument("--stack", choices=("auto", "env", "own"), default="auto", help="see the module docstring")
     parser.add_argument(
+        "--cpus",
+        default="auto",
+        metavar="SERVERS:REST|auto|none",
+        help="run the servers under test on CPUs of their own, apart from wrk and the private stack (e.g. 0:1); "
+        "auto (default): every CPU but the last for the servers, the last for the rest; none: all share every CPU",
+    )
+    parser.add_argument(
         "--beacon-middleware",
         action="store_true",
         help="install collector.middleware.BeaconMiddleware in every server (if Footfall's settings do not yet)",
@@ -233,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=REPO / "artifacts" / "bench" / "collector.json")
     parser.add_argument("--keep-workdir", action="store_true", help="keep gunicorn logs and the bench database")
     args = parser.parse_args(argv)
+    try:
+        args.cpu_split = harness.parse_cpu_split(args.cpus, frozenset(os.sched_getaffinity(0)))
+    except ValueError as exc:
+        parser.error(f"--cpus {exc}")
     harness.handle_signals()
     harness.debian_tool("wrk")  # fail (or install it) before starting anything
     workdir = Path(tempfile.mkdtemp(prefix="footfall-bench-"))
@@ -260,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         "stack": bench.stack.description,
         "beacon_middleware": args.beacon_middleware,
         "cpus": os.cpu_count(),
+        "cpu_split": bench.cpus(),
         "python": platform.python_version(),
         "commit": _commit(),
         "started": started,

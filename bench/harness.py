@@ -51,6 +51,61 @@ class BenchError(RuntimeError):
     """The benchmark itself failed (a server did not start, a tool is missing, ...)."""
 
 
+@dataclass(frozen=True)
+class CpuSplit:
+    """Which CPUs the servers under test run on, and which the rest of the run uses (the
+    bench process, wrk, a private stack's Kafka and Redis)."""
+
+    servers: frozenset[int]
+    rest: frozenset[int]
+
+    def describe(self) -> str:
+        return f"servers on CPU {_cpu_list(self.servers)}, wrk and stack on CPU {_cpu_list(self.rest)}"
+
+
+def _cpu_list(cpus: frozenset[int]) -> str:
+    return ",".join(str(cpu) for cpu in sorted(cpus))
+
+
+def _parse_cpus(text: str) -> frozenset[int]:
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        if not first.isdigit() or (last and not last.isdigit()):
+            raise ValueError(f"{part!r} is not a CPU number or range (e.g. 0, 2-3)")
+        low, high = int(first), int(last or first)
+        if high < low:
+            raise ValueError(f"{part!r} is an empty range")
+        cpus.update(range(low, high + 1))
+    return frozenset(cpus)
+
+
+def parse_cpu_split(text: str, available: frozenset[int]) -> CpuSplit | None:
+    """``SERVERS:REST`` (CPU lists such as ``0`` or ``0-1,3``), ``auto`` or ``none``.
+
+    ``auto`` gives the servers every available CPU but the highest and the rest that one,
+    or ``None`` (no split) on a single-CPU machine; ``none`` is ``None``. The two sets must
+    be disjoint, non-empty and among ``available`` (this process's affinity); anything else
+    raises :class:`ValueError` saying what is wrong."""
+    if text == "none":
+        return None
+    if text == "auto":
+        if len(available) < 2:
+            return None
+        last = max(available)
+        return CpuSplit(available - {last}, frozenset({last}))
+    servers_text, colon, rest_text = text.partition(":")
+    if not colon:
+        raise ValueError(f"{text!r}: expected SERVERS:REST (e.g. 0:1), auto or none")
+    split = CpuSplit(_parse_cpus(servers_text), _parse_cpus(rest_text))
+    if split.servers & split.rest:
+        raise ValueError(f"{text!r}: CPU {_cpu_list(split.servers & split.rest)} is on both sides")
+    unavailable = (split.servers | split.rest) - available
+    if unavailable:
+        raise ValueError(f"{text!r}: CPU {_cpu_list(unavailable)} is not available (have {_cpu_list(available)})")
+    return split
+
+
 def handle_signals() -> None:
     """Ctrl-C and SIGTERM raise KeyboardInterrupt, so the cleanup stack stops everything."""
 
@@ -195,9 +250,16 @@ class Server:
     """One gunicorn serving the bench project; stop() ends its whole process group."""
 
     def __init__(
-        self, name: str, env: Mapping[str, str], args: list[str], log_file: Path, port: int | None = None
+        self,
+        name: str,
+        env: Mapping[str, str],
+        args: list[str],
+        log_file: Path,
+        port: int | None = None,
+        cpus: frozenset[int] | None = None,
     ) -> None:
         self.name = name
+        self.cpus = cpus  # run the master (and so the workers it forks) on these CPUs only
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = dict(env)
@@ -208,10 +270,13 @@ class Server:
     def start(self, timeout: float = 60.0, probe: Callable[[], bool] | None = None) -> None:
         """Start it and wait until ``probe()`` (default: the bench project's 204 view) answers."""
         answers = probe or self._answers
+        cpus = self.cpus
+        # In the child before exec: the workers gunicorn forks inherit the affinity.
+        pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
         with self.log_file.open("ab") as log:
             self.proc = subprocess.Popen(
                 self.argv, env=self.env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=pin,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
