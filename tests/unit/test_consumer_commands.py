@@ -49,7 +49,7 @@ def _restore_signal_handlers() -> Iterator[None]:
 def test_archiver_restarts_after_a_kafka_error(monkeypatch: pytest.MonkeyPatch) -> None:
     module = "historical.management.commands.run_archiver"
     monkeypatch.setattr(f"{module}.build_archiver", lambda *a, **k: (FlakyProcessor(), Factory()))
-    monkeypatch.setattr(f"{module}.time", SimpleNamespace(sleep=lambda _s: None))  # no back-off wait
+    monkeypatch.setattr("footfall.supervise.time", SimpleNamespace(sleep=lambda _s: None))  # no back-off wait
     call_command("run_archiver")
     assert FlakyProcessor.runs == 2
 
@@ -58,7 +58,7 @@ def test_realtime_worker_restarts_after_a_kafka_error(monkeypatch: pytest.Monkey
     module = "realtime.management.commands.run_realtime"
     monkeypatch.setattr(f"{module}.build_processor", lambda *a, **k: FlakyProcessor())
     monkeypatch.setattr(f"{module}.get_store", lambda: None)
-    monkeypatch.setattr(f"{module}.time", SimpleNamespace(sleep=lambda _s: None))  # no back-off wait
+    monkeypatch.setattr("footfall.supervise.time", SimpleNamespace(sleep=lambda _s: None))  # no back-off wait
     call_command("run_realtime")
     assert FlakyProcessor.runs == 2
 

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import logging
-import signal
-import time
-from types import FrameType
-
 from arroyo.errors import ConsumerError
 from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandParser
 
 from collector.runtime import footfall_config
 from footfall.kafka_client import REJOIN_LIMIT_S, GroupWatch
+from footfall.supervise import Processor, run_until_stopped
 from historical.archiver import GROUP, build_archiver
-
-log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -35,19 +29,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **opts: object) -> None:
-        stopping = False
-        processor = None
+        factory = None  # the current processor's, for its stats at the end
 
-        def on_signal(_signum: int, _frame: FrameType | None) -> None:
-            nonlocal stopping
-            stopping = True
-            if processor is not None:
-                processor.signal_shutdown()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        backoff = 1.0
-        while not stopping:
+        def build() -> Processor:
+            nonlocal factory
             processor, factory = build_archiver(
                 footfall_config(),
                 str(opts["group"]),
@@ -57,13 +42,9 @@ class Command(BaseCommand):
                 int(opts["session_timeout_ms"]),
                 GroupWatch(float(opts["rejoin_limit_s"])),
             )
-            try:
-                processor.run()
-                backoff = 1.0
-            # A full or unreachable archive, or Kafka failing under the consumer (e.g. a broker that
-            # goes away while partitions are assigned): retry, the log keeps the data.
-            except (OSError, KafkaException, ConsumerError) as exc:
-                log.error("archiver failed (%s); restarting in %.0fs", exc, backoff)
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 60.0)
-        self.stdout.write(f"archiver stopped: {factory.stats}")
+            return processor
+
+        # A full or unreachable archive, or Kafka failing under the consumer (e.g. a broker that
+        # goes away while partitions are assigned): retry, the log keeps the data.
+        run_until_stopped(build, name="archiver", retry_on=(OSError, KafkaException, ConsumerError), max_backoff_s=60.0)
+        self.stdout.write(f"archiver stopped: {factory.stats if factory is not None else {}}")

@@ -7,11 +7,6 @@ redelivered, and counted once.
 
 from __future__ import annotations
 
-import logging
-import signal
-import time
-from types import FrameType
-
 import redis
 from arroyo.errors import ConsumerError
 from confluent_kafka import KafkaException
@@ -19,10 +14,9 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from collector.runtime import footfall_config
 from footfall.kafka_client import REJOIN_LIMIT_S, GroupWatch
+from footfall.supervise import Processor, run_until_stopped
 from realtime.consumer import RECENT_IDS, build_processor
 from realtime.runtime import GROUP, get_store
-
-log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -51,20 +45,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: object) -> None:
         cfg = footfall_config()
-        stopping = False
-        processor = None
 
-        def on_signal(_signum: int, _frame: FrameType | None) -> None:
-            nonlocal stopping
-            stopping = True
-            if processor is not None:
-                processor.signal_shutdown()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        backoff = 1.0
-        while not stopping:
-            processor = build_processor(
+        def build() -> Processor:
+            return build_processor(
                 cfg,
                 get_store(),
                 str(opts["group"]),
@@ -75,10 +58,6 @@ class Command(BaseCommand):
                 int(opts["recent_ids"]),
                 GroupWatch(float(opts["rejoin_limit_s"])),
             )
-            try:
-                processor.run()
-                backoff = 1.0
-            except (redis.RedisError, OSError, KafkaException, ConsumerError) as exc:
-                log.error("realtime worker failed (%s); restarting in %.0fs", exc, backoff)
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
+
+        retry_on = (redis.RedisError, OSError, KafkaException, ConsumerError)
+        run_until_stopped(build, name="realtime worker", retry_on=retry_on, max_backoff_s=30.0)
