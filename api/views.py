@@ -130,16 +130,25 @@ BREAKDOWN_PARAMS = [
 ]
 
 
-def _breakdown_args(q: dict[str, str]) -> tuple[int, int, tuple[str, ...]]:
-    limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
-    page = p.bounded_int(q, "page", 1, 1, 100_000)
-    metrics = p.parse_metrics(q.get("metrics"), p.BREAKDOWN_METRICS, ("pageviews", "visitors"))
-    return limit, page, metrics
+class _BreakdownBase(SiteView):
+    """The three breakdown endpoints: a dimension's top values, optionally filtered."""
 
-
-class BreakdownView(SiteView):
     renderer_classes = [JSONRenderer, CsvRenderer]
 
+    def breakdown(self, request: Request, dimension: str, **filters: str) -> Response:
+        """``dimension``'s top values over the request's ``from``/``to`` (default: the last
+        30 days), with its ``limit``, ``page`` and ``metrics``, filtered by ``filters`` (a
+        referrer domain or a page path, validated by the caller)."""
+        q = self.params(request)
+        limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
+        page = p.bounded_int(q, "page", 1, 1, 100_000)
+        metrics = p.parse_metrics(q.get("metrics"), p.BREAKDOWN_METRICS, ("pageviews", "visitors"))
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        return Response(get_service().breakdown(site, dimension, rng, limit, page, metrics, **filters))
+
+
+class BreakdownView(_BreakdownBase):
     @extend_schema(
         summary="Top values of a dimension",
         parameters=[
@@ -150,17 +159,10 @@ class BreakdownView(SiteView):
         responses={200: s.BreakdownSerializer, **ERRORS},
     )
     def get(self, request: Request, site_id: str, dimension: str) -> Response:
-        q = self.params(request)
-        dim = p.dimension(dimension)
-        limit, page, metrics = _breakdown_args(q)
-        site = self.site(request)
-        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
-        return Response(get_service().breakdown(site, dim, rng, limit, page, metrics))
+        return self.breakdown(request, p.dimension(dimension))
 
 
-class ReferrerPagesView(SiteView):
-    renderer_classes = [JSONRenderer, CsvRenderer]
-
+class ReferrerPagesView(_BreakdownBase):
     @extend_schema(
         summary="Pages a referrer drives traffic to",
         parameters=[
@@ -176,17 +178,10 @@ class ReferrerPagesView(SiteView):
         responses={200: s.BreakdownSerializer, **ERRORS},
     )
     def get(self, request: Request, site_id: str, ref_domain: str) -> Response:
-        q = self.params(request)
-        ref = p.text_value(ref_domain, "ref_domain")
-        limit, page, metrics = _breakdown_args(q)
-        site = self.site(request)
-        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
-        return Response(get_service().breakdown(site, "refpage", rng, limit, page, metrics, ref=ref))
+        return self.breakdown(request, "refpage", ref=p.text_value(ref_domain, "ref_domain"))
 
 
-class PageReferrersView(SiteView):
-    renderer_classes = [JSONRenderer, CsvRenderer]
-
+class PageReferrersView(_BreakdownBase):
     @extend_schema(
         summary="Referrers that drive traffic to a page",
         parameters=[
@@ -202,12 +197,8 @@ class PageReferrersView(SiteView):
         responses={200: s.BreakdownSerializer, **ERRORS},
     )
     def get(self, request: Request, site_id: str, page_path: str) -> Response:
-        q = self.params(request)
         path = p.text_value(page_path if page_path.startswith("/") else f"/{page_path}", "page_path")
-        limit, page, metrics = _breakdown_args(q)
-        site = self.site(request)
-        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
-        return Response(get_service().breakdown(site, "refpage", rng, limit, page, metrics, path=path))
+        return self.breakdown(request, "refpage", path=path)
 
 
 class RealtimeView(SiteView):
