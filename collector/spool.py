@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from footfall.durable import fsync_directory
+
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">II")
@@ -163,7 +165,7 @@ class Spool:
         path = self.directory / f"{int(time.time() * 1000):013d}-{self._pid}-{self._seq}.spool"
         handle = path.open("ab")
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        _fsync_dir(self.directory)  # the new file's name must survive a crash too
+        fsync_directory(self.directory)  # the new file's name must survive a crash too
         self._file, self._path = handle, path
         return handle
 
@@ -237,7 +239,7 @@ class Spool:
                     break
                 path.unlink()
                 done += 1
-        _fsync_dir(self.directory)
+        fsync_directory(self.directory)
         self._size_cache = (0.0, 0)
         return ReplayResult(records, delivered, done, corrupt)
 
@@ -288,12 +290,3 @@ def _try_lock(path: Path) -> Iterator[BinaryIO | None]:
         yield handle
     finally:
         handle.close()
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

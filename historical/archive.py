@@ -5,14 +5,15 @@ Layout and columns: :mod:`spark_jobs.schema`. This module writes and compacts fi
 Atomicity: a file is written under a hidden temporary name (Spark and every reader skip
 names starting with ``.`` or ``_``), flushed and fsync'd, then renamed into place and the
 directory fsync'd, so a reader sees a whole file or none, and a crash (kill -9) at any
-moment leaves at most a hidden temporary file, which :func:`sweep_temporary` removes. On
+moment leaves at most a hidden temporary file, which :func:`sweep_temporary` removes. A
+failed fsync raises (:func:`~footfall.durable.fsync_directory`), so the archiver does not
+commit the offsets of a batch whose file might not survive a crash. On
 object stores (``s3a://``, ``gs://``) a file becomes visible only when its upload completes,
 which gives the same guarantee.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import uuid
@@ -27,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from footfall.durable import fsync_directory
 from spark_jobs.schema import ARROW_SCHEMA, EVENTS_DIR
 
 TEMP_PREFIX = ".tmp-"
@@ -87,7 +89,7 @@ class Archive:
             handle.flush()
             os.fsync(handle.fileno())
         temporary.rename(directory / name)
-        _fsync_dir(directory)
+        fsync_directory(directory)
         return relative
 
     # --- housekeeping (local archives) ----------------------------------------------
@@ -121,7 +123,7 @@ class Archive:
         self._write_table(str(partition.relative_to(self.root)), f"part-{uuid.uuid4().hex}.parquet", table)
         for path in sources:
             path.unlink()
-        _fsync_dir(partition)
+        fsync_directory(partition)
         return len(sources)
 
 
@@ -145,12 +147,3 @@ def read_event_ids(archive: Archive, partitions: Sequence[str] | None = None) ->
             continue
         ids.extend(pq.read_table(path, columns=["event_id"]).column("event_id").to_pylist())
     return ids
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -1,11 +1,16 @@
-"""The archive's compaction: many small files of a partition become one, each event id once."""
+"""The archive: compaction (many small files of a partition become one, each event id once)
+and durable writes."""
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
+from footfall import durable
 from footfall.demo import DemoTraffic
 from historical.archive import Archive, ArchiveRow, read_event_ids
 from spark_jobs.schema import partition_path, to_row
@@ -32,3 +37,20 @@ def test_compaction_merges_files_and_keeps_the_first_received_copy(tmp_path: Pat
     table = pq.read_table(next(partition.glob("part-*.parquet")))
     assert 99 not in table.column("kafka_offset").to_pylist()  # the earliest received copy is kept
     assert archive.compact(partition, min_files=8) == 0  # one file: nothing to do
+
+
+def test_a_write_whose_directory_fsync_fails_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The archiver commits offsets once ``write`` returns, so a write whose file name might
+    not survive a crash must raise (a failed directory fsync used to be swallowed)."""
+    gen = DemoTraffic(site_id="s1", seed=4)
+    event = gen.event(1_780_000_000_000, received_at_ms=1_780_000_000_000)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.EIO, "injected directory fsync failure")
+        real(fd)
+
+    monkeypatch.setattr(durable.os, "fsync", fsync)
+    with pytest.raises(OSError, match="injected directory fsync failure"):
+        Archive(tmp_path.as_uri()).write([ArchiveRow(partition_path("s1", event.ts), to_row(event, b"{}", 0, 0))])
