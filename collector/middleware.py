@@ -157,6 +157,9 @@ class ClickstreamMiddleware:
         # The enrichment steps every event goes through (see collector.enrich.steps for their
         # order rules). An attribute rather than the module constant so that a measurement
         # (bench.collector_instructions) can run the same middleware without one of them.
+        # Each job reads it when it runs on the worker thread, up to a batch interval after
+        # its request: a change applies to the jobs still queued too, so it is a setting for
+        # a whole measurement phase, not per request.
         self.steps: tuple[Step, ...] = DEFAULT_STEPS
         self.context = SiteContext(
             site_id=self.site_id,
