@@ -227,6 +227,10 @@ def bench_env(app_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
         FOOTFALL_TRUSTED_PROXIES="1",
         FOOTFALL_BENCH_SITE=SITE_ID,
         PYTHONUNBUFFERED="1",
+        # One string-hash seed for every server: with a random seed per process, each server's
+        # dicts and sets lay out (and collide) differently, one source of two identical servers
+        # running a few per cent apart (the A/A control).
+        PYTHONHASHSEED="0",
     )
     env.pop("FOOTFALL_BENCH_MIDDLEWARE", None)  # the callers decide, not the caller's shell
     env.pop("FOOTFALL_BENCH_BEACON_MIDDLEWARE", None)
