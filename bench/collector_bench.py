@@ -135,8 +135,7 @@ class Bench:
         if self.split is None:
             return "CPUs shared by servers, wrk and stack"
         # A stack from the environment was started by someone else, on whatever CPUs it has.
-        unmoved = self.stack.description.startswith("env")
-        return self.split.describe() + (" (the environment's stack: not moved)" if unmoved else "")
+        return self.split.describe() + ("" if self.stack.own else " (the environment's stack: not moved)")
 
     def wrk(self, var: Variant, duration: float) -> dict:
         url = self.servers[var.server].url + var.path

@@ -168,6 +168,7 @@ class Stack:
     app_env: dict[str, str]  # points Footfall's processes at the stack
     description: str
     stack_env: dict[str, str] | None  # the FOOTFALL_* stack variables, when known (pid files)
+    own: bool = False  # started by the bench (so on the CPUs the bench had when it started it)
 
 
 def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack) -> Stack:
@@ -207,7 +208,8 @@ def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack) -> Stack:
     subprocess.run([*stack, "start", "redis", "kafka"], env=stack_env, cwd=REPO, check=True)
     app_env = {**os.environ, **StackConfig.from_env(stack_env).app_environment()}
     kafka = app_env["KAFKA_BOOTSTRAP_SERVERS"]
-    return Stack(app_env, f"own (Kafka {kafka}, broker JVM {jvm or 'default'}, state {workdir / 'stack'})", stack_env)
+    description = f"own (Kafka {kafka}, broker JVM {jvm or 'default'}, state {workdir / 'stack'})"
+    return Stack(app_env, description, stack_env, own=True)
 
 
 def bench_env(app_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
