@@ -38,7 +38,7 @@ def test_simultaneous_first_jobs_start_one_worker_thread() -> None:
         t.start()
     for t in threads:
         t.join()
-    worker.drain(5)
+    assert worker.drain(5)
     assert worker.threads_started == 1
     assert sorted(done) == list(range(16))
     assert worker.stats["sent"] == 16
@@ -49,7 +49,7 @@ def test_jobs_run_in_batches_and_drain_waits_for_them() -> None:
     ran: list[int] = []
     for i in range(200):
         assert worker.submit(lambda i=i: ran.append(i))
-    worker.drain(5)
+    assert worker.drain(5)
     assert ran == list(range(200))  # in order
     assert worker.pending() == 0
 
@@ -70,7 +70,7 @@ def test_a_full_queue_drops_and_counts_and_a_failing_job_is_counted() -> None:
 
     worker.submit(broken)
     worker.submit(lambda: None)  # the thread survives a failing job
-    worker.drain(5)
+    assert worker.drain(5)
     assert (worker.stats["failed"], worker.stats["sent"]) == (1, 5)
 
 
