@@ -90,7 +90,7 @@ from bench.cpu import group_seconds, stack_pid
 from bench.harness import PYTHON, BenchError, Server, free_port
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
-from footfall.events import Event, Utm
+from footfall_capture.events import Event, Utm
 from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, DayDocuments, connect, ensure_indexes, load_day
 from realtime.keys import PREFIX, REFPAGE_SEPARATOR, KeyLayout
 from realtime.queries import RealtimeQueries

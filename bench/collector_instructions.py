@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
-from collector.enrich.steps import DEFAULT_STEPS  # the middleware's default steps: pure code, no Django needed
+from footfall_capture.enrich.steps import DEFAULT_STEPS  # the middleware's default steps: pure code, no Django needed
 
 CHILD_FLAG = "--in-callgrind"
 CLOCKED = ("rdk:", "footfall-sink")  # thread names whose work follows the clock (see counted)
@@ -165,8 +165,7 @@ def child(requests: int, rounds: int, without: list[list[str]], out: Path) -> No
     from bench.collector_threads import WSGIApp, handlers, serve
 
     a, b, host = handlers()  # sets Django up: the collector's modules import only after it
-    from collector.middleware import ClickstreamMiddleware
-    from collector.sink import get_sink
+    from footfall_capture.middleware import ClickstreamMiddleware
 
     # Django keeps middleware instances only inside the handler's chain of closures.
     (middleware,) = [o for o in gc.get_objects() if isinstance(o, ClickstreamMiddleware)]
@@ -180,7 +179,7 @@ def child(requests: int, rounds: int, without: list[list[str]], out: Path) -> No
         serve(app, count, host)
         if not middleware.worker.drain(60):  # under valgrind a job takes milliseconds
             raise RuntimeError("the tracker did not finish the phase's events within 60 s")
-        if get_sink(middleware.cfg).flush(30):
+        if middleware.sink.flush(30):
             raise RuntimeError("Kafka did not take the phase's events within 30 s")
 
     for app, steps in variants.values():

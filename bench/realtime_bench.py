@@ -57,8 +57,9 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
-from footfall.events import Event, decode, encode
-from footfall.kafka_client import consumer_config, producer_config
+from footfall.kafka_client import consumer_config
+from footfall_capture.events import Event, decode, encode
+from footfall_capture.kafka import producer_config
 from realtime.aggregate import aggregate
 from realtime.consumer import build_processor
 from realtime.keys import PREFIX, KeyLayout
@@ -359,7 +360,7 @@ class RealtimeBench:
         seen, lock, stop = list[float](), threading.Lock(), threading.Event()
         threading.Thread(target=self.poll_markers, args=(pending, seen, lock, stop), daemon=True).start()
         self.cleanup.callback(stop.set)
-        producer = Producer(producer_config(self.cfg, **PRODUCER))
+        producer = Producer(producer_config(self.cfg.kafka, **PRODUCER))
         gen, numbers = DemoTraffic(site_id=self.site, visitors=3000, seed=7), itertools.count()
 
         def send_marker() -> None:  # unique n: its field cannot exist before the marker is counted
@@ -414,7 +415,7 @@ class RealtimeBench:
         topic = self.create_topic(f"rtbench-{self.run_id}")
         print(f"producing {args.events:,} events (+{args.dup_rate:.0%} repeated ids) to {topic} ...", flush=True)
         items = make_stream(self.site, args.events, args.dup_rate, args.seed)
-        producer = Producer(producer_config(self.cfg, **PRODUCER))
+        producer = Producer(producer_config(self.cfg.kafka, **PRODUCER))
         for key, payload in items:
             producer.produce(topic, payload, key=key)  # the queue holds them all: flush() delivers
         if producer.flush(120):

@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from collector import spool as spool_module
-from collector.spool import Spool
 from footfall.config import load_config
+from footfall_capture import spool as spool_module
+from footfall_capture.spool import Spool
 
 REPO = Path(__file__).resolve().parent.parent
 RECORD = b"x" * 400  # about a beacon's encoded event

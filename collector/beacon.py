@@ -13,9 +13,14 @@ from typing import Annotated
 
 import msgspec
 
-from collector.enrich.addresses import ParsedIP, canonical_ip, parse
-from collector.enrich.pipeline import Draft
-from footfall.events import MAX_PROP_KEY_LENGTH, MAX_PROP_VALUE_LENGTH, MAX_PROPS, MAX_TITLE_LENGTH, new_event_id
+from footfall_capture.enrich.pipeline import Draft
+from footfall_capture.events import (
+    MAX_PROP_KEY_LENGTH,
+    MAX_PROP_VALUE_LENGTH,
+    MAX_PROPS,
+    MAX_TITLE_LENGTH,
+    new_event_id,
+)
 
 MAX_BODY_BYTES = 64 * 1024
 _LONG = 8192  # accepted on input, then cut to the event's limits (long referrers are common)
@@ -119,30 +124,6 @@ def parse_query(params: Mapping[str, str]) -> Beacon:
         return msgspec.convert(doc, Beacon)
     except msgspec.ValidationError as exc:
         raise BadBeacon("invalid_field", str(exc)) from None
-
-
-def client_ip(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> str | None:
-    """The client's address: the peer, or the entry ``trusted_proxies`` from the right of
-    X-Forwarded-For (entries further left are client-controlled and never trusted), in its
-    canonical spelling; ``None`` if that is no IP address."""
-    return canonical_ip(_client_text(remote_addr, forwarded_for, trusted_proxies))
-
-
-def client_address(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> ParsedIP | None:
-    """:func:`client_ip`'s address parsed (its ``text`` is what ``client_ip`` returns), for a
-    caller that hands it to :meth:`~collector.enrich.pipeline.Draft.set_address`, so that the
-    enrichment steps do not parse it a second time."""
-    text = _client_text(remote_addr, forwarded_for, trusted_proxies)
-    return parse(text.strip()) if text else None
-
-
-def _client_text(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> str | None:
-    candidate = remote_addr
-    if trusted_proxies and forwarded_for:
-        hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
-        if len(hops) >= trusted_proxies:
-            candidate = hops[-trusted_proxies]
-    return candidate
 
 
 def asks_not_to_track(headers: Mapping[str, str]) -> bool:

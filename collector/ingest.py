@@ -8,20 +8,21 @@ reason code, so every entry point reports them the same way.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from dataclasses import dataclass
 
 import redis
 
 from collector.beacon import BadBeacon, Beacon, to_draft
-from collector.enrich.pipeline import Drop, SiteContext, Step, enrich
-from collector.enrich.steps import DEFAULT_STEPS, warm_up
 from collector.ratelimit import RateLimiter
-from collector.salts import SaltStore, salt_day
-from collector.sink import KafkaSink, SinkUnavailable, event_key
 from collector.sites import SiteInfo, SiteRegistry
 from footfall.config import Config
-from footfall.events import InvalidEvent, decode, encode
+from footfall_capture.enrich.pipeline import Drop, SiteContext, Step, enrich
+from footfall_capture.enrich.steps import DEFAULT_STEPS, warm_up
+from footfall_capture.events import InvalidEvent, decode, encode
+from footfall_capture.salts import SaltStore, SaltUnavailable, salt_day
+from footfall_capture.sink import KafkaSink, SinkUnavailable, event_key
 
 
 class Rejected(Exception):
@@ -67,7 +68,9 @@ class Ingestor:
         self.cfg = cfg
         self.sink = sink
         self.sites = sites or SiteRegistry()
-        self.salts = salts or SaltStore(redis.Redis.from_url(cfg.redis_url, socket_timeout=2))
+        self.salts = salts or SaltStore(
+            redis.Redis.from_url(cfg.redis_url, socket_timeout=2), dt.timedelta(milliseconds=cfg.ingest_max_age_ms)
+        )
         self.limiter = limiter or RateLimiter(cfg.client_rate, cfg.client_burst)
         self.steps = steps
         # Built on the first beacon of a process (or at server start by BeaconMiddleware):
@@ -105,7 +108,7 @@ class Ingestor:
         )
         try:
             salt = self.salts.salt(salt_day(draft.ts, site.salt_policy, site.timezone))
-        except redis.RedisError as exc:
+        except SaltUnavailable as exc:
             raise Rejected(503, "salt_unavailable", "cannot compute visitor ids right now") from exc
         ctx = SiteContext(
             site_id=site.site_id,

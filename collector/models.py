@@ -9,8 +9,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone as dj_timezone
 
-from collector.salts import SALT_POLICIES
 from footfall import tokens
+from footfall_capture.salts import SALT_POLICIES
 
 SCOPES = ("read", "ingest")
 KEY_KIND = "ff"  # API keys read ff_<prefix>_<random> (footfall.tokens)

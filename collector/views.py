@@ -24,7 +24,6 @@ from collector.beacon import (
     MAX_BODY_BYTES,
     BadBeacon,
     Beacon,
-    client_ip,
     meta_asks_not_to_track,
     parse_batch,
     parse_json,
@@ -33,6 +32,7 @@ from collector.beacon import (
 from collector.ingest import Accepted, Rejected, RequestFacts
 from collector.models import ApiKey
 from collector.runtime import footfall_config, get_ingestor
+from footfall_capture.enrich.addresses import client_ip
 
 MAX_BATCH = 1000
 MAX_BATCH_BYTES = 4 * 1024 * 1024

@@ -1,5 +1,5 @@
 """The Django project package of Footfall: settings, URLs, WSGI/ASGI entry points, Celery app.
 
-Kept free of import-time side effects: the event model (``footfall.events``) is imported
+Kept free of import-time side effects: the event model (``footfall_capture.events``) is imported
 by Spark executors and Kafka workers that never load Django.
 """

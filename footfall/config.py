@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
+from footfall_capture.kafka import KafkaSettings
+
 
 class ConfigError(ValueError):
     """A configuration variable is missing or malformed; the message names it."""
@@ -80,6 +82,11 @@ class Config:
     realtime_retention_s: int
     api_rate_per_minute: int
     api_cache_items: int  # 0: no cache of settled reads
+
+    @property
+    def kafka(self) -> KafkaSettings:
+        """Where the collector's producers write."""
+        return KafkaSettings(self.kafka_bootstrap_servers, self.events_topic, self.invalid_topic)
 
     @property
     def archive_is_local(self) -> bool:

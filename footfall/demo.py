@@ -1,6 +1,6 @@
 """Synthetic but realistic traffic for the demo and for tests: pure, seeded, no I/O.
 
-:class:`DemoTraffic` yields schema-v1 :class:`~footfall.events.Event` objects for a small
+:class:`DemoTraffic` yields schema-v1 :class:`~footfall_capture.events.Event` objects for a small
 news-like site: a Zipf-like page popularity, a mix of search/social/email/direct/other
 referrers, desktop/mobile/tablet visitors from a fixed pool, and campaign tags on part of
 the social and email traffic. The same seed gives the same stream.
@@ -15,7 +15,7 @@ import hashlib
 import random
 from dataclasses import dataclass, field
 
-from footfall.events import SCHEMA_VERSION, Event, UserAgent, Utm, new_event_id
+from footfall_capture.events import SCHEMA_VERSION, Event, UserAgent, Utm, new_event_id
 
 PAGES = [
     ("/", "Home"),

@@ -1,14 +1,12 @@
-"""Kafka client settings shared by every producer and consumer (confluent-kafka / librdkafka).
+"""Kafka consumer settings shared by the server's consumers (confluent-kafka / librdkafka).
 
-One place decides delivery guarantees: producers are idempotent with ``acks=all`` so a
-retried send never duplicates or reorders within a partition; consumers never auto-commit,
-because offsets may only move once the effect of a message is durable.
+Consumers never auto-commit, because offsets may only move once the effect of a message is
+durable. Producers' settings live with the capture library (:mod:`footfall_capture.kafka`).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +14,7 @@ from collections.abc import Callable
 from arroyo.backends.kafka import KafkaConsumer, build_kafka_consumer_configuration
 
 from footfall.config import Config
+from footfall_capture.kafka import KAFKA_LOG
 
 # Also the rebalance timeout librdkafka sends with JoinGroup: how long a rejoin may wait for
 # members that do not come back. Our loops poll every few seconds, so 120 s only catches a
@@ -25,26 +24,6 @@ MAX_POLL_INTERVAL_MS = 120_000
 REJOIN_LIMIT_S = MAX_POLL_INTERVAL_MS / 1000 + 30
 # How long closing a group consumer may take before the client is abandoned (see close_within).
 CLOSE_LIMIT_S = 30.0
-
-# librdkafka writes its own log lines to stderr unless given a logger; route them through
-# logging so operators filter and ship them like everything else.
-KAFKA_LOG = logging.getLogger("footfall.kafka")
-
-
-def producer_config(cfg: Config, **overrides: object) -> dict[str, object]:
-    """librdkafka producer settings for ``cfg``; ``overrides`` win (e.g. timeouts in tests)."""
-    return {
-        "bootstrap.servers": cfg.kafka_bootstrap_servers,
-        "enable.idempotence": True,
-        "acks": "all",
-        "compression.type": "lz4",
-        # Batch for up to 5 ms: throughput at the cost of a latency nobody sees.
-        "linger.ms": 5,
-        # Give up on a message after 30 s so callers learn of an outage and can spool.
-        "message.timeout.ms": 30_000,
-        "logger": KAFKA_LOG,
-        **overrides,
-    }
 
 
 def consumer_config(cfg: Config, group_id: str, **overrides: object) -> dict[str, object]:

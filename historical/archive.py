@@ -6,7 +6,7 @@ Atomicity: a file is written under a hidden temporary name (Spark and every read
 names starting with ``.`` or ``_``), flushed and fsync'd, then renamed into place and the
 directory fsync'd, so a reader sees a whole file or none, and a crash (kill -9) at any
 moment leaves at most a hidden temporary file, which :func:`sweep_temporary` removes. A
-failed fsync raises (:func:`~footfall.durable.fsync_directory`), so the archiver does not
+failed fsync raises (:func:`~footfall_capture.durable.fsync_directory`), so the archiver does not
 commit the offsets of a batch whose file might not survive a crash. On
 object stores (``s3a://``, ``gs://``) a file becomes visible only when its upload completes,
 which gives the same guarantee.
@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from footfall.durable import fsync_directory
+from footfall_capture.durable import fsync_directory
 from spark_jobs.schema import ARROW_SCHEMA, EVENTS_DIR
 
 TEMP_PREFIX = ".tmp-"

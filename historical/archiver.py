@@ -25,8 +25,8 @@ from arroyo.processing.strategies import CommitOffsets, ProcessingStrategy, Proc
 from arroyo.types import BaseValue, BrokerValue, Commit, Message, Partition, Topic
 
 from footfall.config import Config
-from footfall.events import InvalidEvent, decode
 from footfall.kafka_client import GroupWatch, group_consumer
+from footfall_capture.events import InvalidEvent, decode
 from historical.archive import Archive, ArchiveRow
 from spark_jobs.schema import partition_path, to_row
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from footfall.events import Event
+from footfall_capture.events import Event
 from realtime.keys import DIMENSIONS, KeyLayout
 
 

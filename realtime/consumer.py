@@ -41,8 +41,9 @@ from arroyo.processing.strategies import CommitOffsets, ProcessingStrategy, Proc
 from arroyo.types import BaseValue, BrokerValue, Commit, Message, Partition, Topic
 
 from footfall.config import Config
-from footfall.events import Event, InvalidEvent, decode
-from footfall.kafka_client import GroupWatch, group_consumer, producer_config
+from footfall.kafka_client import GroupWatch, group_consumer
+from footfall_capture.events import Event, InvalidEvent, decode
+from footfall_capture.kafka import producer_config
 from realtime.store import CounterStore
 
 log = logging.getLogger(__name__)
@@ -220,7 +221,7 @@ def build_processor(
     watch = watch or GroupWatch()
     consumer = group_consumer(cfg, group, session_timeout_ms, watch)
     dlq = DlqPolicy(
-        ReasonDlqProducer(KafkaProducer(producer_config(cfg)), Topic(cfg.invalid_topic), store),
+        ReasonDlqProducer(KafkaProducer(producer_config(cfg.kafka)), Topic(cfg.invalid_topic), store),
         DlqLimit(),
         max_buffered_messages_per_partition=None,
     )

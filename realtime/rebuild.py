@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from confluent_kafka import Consumer, TopicPartition
 
 from footfall.config import Config
-from footfall.events import Event, InvalidEvent, decode
+from footfall_capture.events import Event, InvalidEvent, decode
 from realtime.keys import HOUR_MS, bucket_of
 from realtime.store import CounterStore
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import redis
 
-from footfall.events import Event
+from footfall_capture.events import Event
 from realtime.aggregate import Batch, aggregate, without
 from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, KeyLayout
 

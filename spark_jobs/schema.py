@@ -25,7 +25,7 @@ import datetime as dt
 import msgspec
 import pyarrow as pa
 
-from footfall.events import Event
+from footfall_capture.events import Event
 
 ARCHIVE_VERSION = 1
 EVENTS_DIR = "events"

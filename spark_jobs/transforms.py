@@ -45,7 +45,7 @@ from collections.abc import Iterable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from footfall.events import BUILTIN_TYPES
+from footfall_capture.events import BUILTIN_TYPES
 
 DIRECT = "(direct)"  # the referrer domain of page views that came with none
 REFPAGE_SEP = "\u001f"  # ASCII unit separator: cannot occur in a domain or a canonical (percent-encoded) path

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Creates the project's virtualenv (once) and installs Footfall with every extra and the
-# test tools into it. Prints the virtualenv's path on its last line.
+# Creates the project's virtualenv (once) and installs Footfall (the server, with every extra
+# and the test tools, and the capture library in host/ it depends on) into it. Prints the virtualenv's path on its last line.
 # The virtualenv lives outside the checkout (FOOTFALL_CACHE_DIR, default ~/.cache/footfall),
 # so a fresh clone reuses it; a changed pyproject.toml or checkout path re-runs pip.
 set -euo pipefail
@@ -17,11 +17,11 @@ mkdir -p "$cache"
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" || { echo "bootstrap: could not create a virtualenv (apt-get install python3-venv?)" >&2; exit 1; }
 fi
-stamp="$venv/.footfall-$( (cat "$repo/pyproject.toml"; echo "$repo") | sha256sum | cut -c1-16)"
+stamp="$venv/.footfall-$( (cat "$repo/pyproject.toml" "$repo/host/pyproject.toml"; echo "$repo") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing Python dependencies into $venv" >&2
   "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-  "$venv/bin/python" -m pip install --quiet -e "$repo[all,test,bench]" >&2
+  "$venv/bin/python" -m pip install --quiet -e "$repo/host" -e "$repo[all,test,bench]" >&2
   rm -f "$venv"/.footfall-*
   touch "$stamp"
 fi

@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from footfall.config import Config
-from footfall.events import Event, encode
-from footfall.kafka_client import consumer_config, producer_config
+from footfall.kafka_client import consumer_config
+from footfall_capture.events import Event, encode
+from footfall_capture.kafka import producer_config
 
 NO_LEADER_YET = {
     KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
@@ -76,7 +77,7 @@ def send(producer: Producer, topic: str, value: bytes, key: bytes | None = None)
 
 def produce(cfg: Config, topic: str, payloads: Sequence[bytes | Event]) -> None:
     """Put ``payloads`` on ``topic`` and wait until the broker has them all."""
-    producer = Producer(producer_config(cfg))
+    producer = Producer(producer_config(cfg.kafka))
     for item in payloads:
         if isinstance(item, bytes):
             send(producer, topic, item)

@@ -9,8 +9,9 @@ from confluent_kafka.admin import AdminClient
 
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from footfall.events import decode, encode
-from footfall.kafka_client import consumer_config, producer_config
+from footfall.kafka_client import consumer_config
+from footfall_capture.events import decode, encode
+from footfall_capture.kafka import producer_config
 
 
 def test_project_topics_exist_with_several_partitions(cfg: Config, kafka_admin: AdminClient) -> None:
@@ -26,7 +27,7 @@ def test_events_round_trip_keyed_by_visitor(cfg: Config, kafka_topic: str) -> No
     traffic = DemoTraffic(seed=11, visitors=5)
     sent = [traffic.event(1_763_700_000_000 + i) for i in range(200)]
     delivered: list[object] = []
-    producer = Producer(producer_config(cfg))
+    producer = Producer(producer_config(cfg.kafka))
     for event in sent:
         producer.produce(
             kafka_topic, encode(event), key=event.visitor_id, on_delivery=lambda err, msg: delivered.append(err)
@@ -59,7 +60,7 @@ def test_events_round_trip_keyed_by_visitor(cfg: Config, kafka_topic: str) -> No
 
 def test_committed_offsets_resume_without_redelivery(cfg: Config, kafka_topic: str) -> None:
     """A consumer in the same group after a commit sees only what came later."""
-    producer = Producer(producer_config(cfg))
+    producer = Producer(producer_config(cfg.kafka))
     traffic = DemoTraffic(seed=2)
     first = [traffic.event(1_763_700_000_000 + i) for i in range(10)]
     for event in first:

@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from footfall.demo import DemoTraffic
-from footfall.events import encode
+from footfall_capture.events import encode
 
 
 @pytest.fixture(scope="module")

@@ -33,8 +33,8 @@ from pytest_django.live_server_helper import LiveServer
 from collector.models import Site
 from collector.runtime import get_ingestor
 from footfall.config import Config
-from footfall.events import Event, InvalidEvent, decode
 from footfall.kafka_client import consumer_config
+from footfall_capture.events import Event, InvalidEvent, decode
 from tests.integration.chromium import chromium
 
 WAIT_S = 30.0  # the bound of every wait for an event on Kafka

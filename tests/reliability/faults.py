@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from footfall.config import Config
-from footfall.events import InvalidEvent, decode
+from footfall_capture.events import InvalidEvent, decode
 from tests.reliability.conftest import REPO
 
 

@@ -29,7 +29,7 @@ from deploy.local.procs import kill as kill_process
 from deploy.local.procs import running_pid
 from deploy.local.services import SERVICES, Service, StackConfig
 from footfall.demo import DemoTraffic
-from footfall.events import Event
+from footfall_capture.events import Event
 from historical.store import BREAKDOWNS, DAILY, RUNS, documents
 from tests.integration.batch.test_celery import ROLLUP, Worker, _manage, worker  # noqa: F401 - a fixture
 from tests.integration.batch.test_rollup_e2e import TZ, archive_topic, assert_matches_truth, two_days_of_traffic

@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaError, Producer
 
-from collector.sink import event_key
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from footfall.events import encode
-from footfall.kafka_client import producer_config
+from footfall_capture.events import encode
+from footfall_capture.kafka import producer_config
+from footfall_capture.sink import event_key
 from historical.archive import Archive, _dedupe, read_event_ids
 from spark_jobs.schema import ARROW_SCHEMA
 from tests.integration.batch.test_rollup_e2e import archive_topic
@@ -54,7 +54,7 @@ def test_broker_kill_9_and_restart(cfg: Config, tmp_path: Path, results: Results
             failed[err.name()] += 1
 
     with fresh_topic(cfg) as topic:
-        producer = Producer(producer_config(cfg))
+        producer = Producer(producer_config(cfg.kafka))
 
         def produce() -> None:
             t0, i = time.monotonic(), 0

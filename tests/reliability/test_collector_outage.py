@@ -29,9 +29,9 @@ from django.test import Client
 import collector.runtime
 from collector.ingest import Ingestor
 from collector.models import Site
-from collector.sink import KafkaSink
-from collector.spool import Spool
 from footfall.config import Config
+from footfall_capture.sink import KafkaSink
+from footfall_capture.spool import Spool
 from historical.archive import Archive
 from tests.reliability.conftest import REPO, Results, Row, size
 from tests.reliability.faults import fresh_topic, percentiles, private, stack, topic_event_ids, wait_for
@@ -77,7 +77,7 @@ def test_kafka_outage_at_the_collector(
     site = Site.objects.create(site_id=f"co-{uuid.uuid4().hex[:8]}", name="Outage", domains=["example.com"])
     with fresh_topic(cfg) as topic:
         pcfg = private(cfg, tmp_path, topic)
-        sink = KafkaSink(pcfg, Spool(tmp_path / "spool", 256 << 20))
+        sink = KafkaSink(pcfg.kafka, Spool(tmp_path / "spool", 256 << 20))
         monkeypatch.setattr(collector.runtime, "_ingestor", Ingestor(pcfg, sink))
         archiver_log = tmp_path / "archiver.log"
         archiver = start_archiver(pcfg, topic, archiver_log)

@@ -24,10 +24,10 @@ import collector.runtime
 from collector.beacon import MAX_BODY_BYTES
 from collector.ingest import Ingestor
 from collector.models import Site
-from collector.sink import KafkaSink
-from collector.spool import Spool, _read_frames
 from footfall.config import Config
-from footfall.events import decode
+from footfall_capture.events import decode
+from footfall_capture.sink import KafkaSink
+from footfall_capture.spool import Spool, _read_frames
 from tests.integration.collector.conftest import site  # noqa: F401 - a fixture
 from tests.integration.kafka_tail import TopicTail
 from tests.reliability.conftest import Results, Row, size
@@ -126,7 +126,9 @@ def flood_and_oversized(client: Client, target: Site, cfg: Config, tally: Tally)
 @pytest.fixture
 def down_sink(cfg: Config, tmp_path: Path) -> Iterator[KafkaSink]:
     """A sink whose broker is unreachable (and which knows it) over a small spool."""
-    sink = KafkaSink(cfg, Spool(tmp_path / "spool", size(64 << 10, 1 << 20)), **{"bootstrap.servers": "127.0.0.1:9"})
+    sink = KafkaSink(
+        cfg.kafka, Spool(tmp_path / "spool", size(64 << 10, 1 << 20)), **{"bootstrap.servers": "127.0.0.1:9"}
+    )
     sink._get_producer()
     deadline = time.monotonic() + 30
     while not sink.kafka_down:  # it spools at once, as a process that saw the broker go does
@@ -159,7 +161,7 @@ def fill_spool(client: Client, target: Site, cfg: Config, sink: KafkaSink, tally
     # The broker is back (a sink over the real one): the spool replays, and there is room again.
     tail = TopicTail(cfg, cfg.events_topic)
     spool.close()
-    delivered = KafkaSink(cfg, Spool(spool.directory, spool.max_bytes)).replay()
+    delivered = KafkaSink(cfg.kafka, Spool(spool.directory, spool.max_bytes)).replay()
     msgs = tail.read(lambda m: decode(m.value()).site_id == target.site_id, len(accepted), timeout=60, settle=2.0)
     tail.close()
     arrived = Counter(decode(m.value()).event_id for m in msgs)

@@ -37,17 +37,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import collector.runtime
-from collector.enrich.pipeline import Drop, SiteContext, enrich
-from collector.enrich.steps import DEFAULT_STEPS
 from collector.ingest import Ingestor
 from collector.models import Site
-from collector.sink import KafkaSink
-from collector.spool import Spool
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from footfall.events import INVALID_REASONS, MAX_EVENT_BYTES, Event, InvalidEvent, decode, encode, to_builtins
-from footfall.kafka_client import producer_config
 from footfall.wsgi import application
+from footfall_capture.enrich.pipeline import Drop, SiteContext, enrich
+from footfall_capture.enrich.steps import DEFAULT_STEPS
+from footfall_capture.events import INVALID_REASONS, MAX_EVENT_BYTES, Event, InvalidEvent, decode, encode, to_builtins
+from footfall_capture.kafka import producer_config
+from footfall_capture.sink import KafkaSink
+from footfall_capture.spool import Spool
 from realtime.consumer import MAX_FUTURE_SKEW_MS, build_processor
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
@@ -308,7 +308,7 @@ def invalid_topic(kafka_admin: AdminClient) -> Iterator[str]:  # noqa: F811
 
 
 def produce_raw(cfg: Config, topic: str, payloads: list[bytes], sentinels: list[bytes]) -> None:
-    producer = Producer(producer_config(cfg))
+    producer = Producer(producer_config(cfg.kafka))
     for payload in payloads:
         producer.produce(topic, payload)
         producer.poll(0)
@@ -334,7 +334,7 @@ def test_fuzzing_api_decoder_enrichment_beacons_invalid_only_in_invalid_topic(
     site = Site.objects.create(site_id=f"fz-{uuid.uuid4().hex[:8]}", name="Fuzz", domains=["example.com"]).site_id
     # The collector and the realtime worker on topics of their own.
     test_cfg = dataclasses.replace(cfg, events_topic=rt_topic, invalid_topic=invalid_topic)
-    sink = KafkaSink(test_cfg, Spool(tmp_path / "spool", 64 << 20))
+    sink = KafkaSink(test_cfg.kafka, Spool(tmp_path / "spool", 64 << 20))
     monkeypatch.setattr(collector.runtime, "_ingestor", Ingestor(test_cfg, sink))
     events_tail, collector_tail = TopicTail(cfg, rt_topic), TopicTail(cfg, invalid_topic)  # both still empty
     payloads: list[bytes] = []

@@ -39,9 +39,9 @@ from django.test import Client
 import collector.runtime
 from collector.ingest import Ingestor
 from collector.models import ApiKey
-from collector.sink import KafkaSink
-from collector.spool import Spool, _read_frames
 from footfall.config import Config
+from footfall_capture.sink import KafkaSink
+from footfall_capture.spool import Spool, _read_frames
 from historical.archive import Archive
 from historical.rollups import REPO, run_rollup
 from historical.store import RUNS, DayDocuments, connect, documents, load_day
@@ -326,7 +326,7 @@ def scan_spool(directory: Path, pats: list[re.Pattern[bytes]]) -> tuple[int, lis
 
 @pytest.fixture
 def down_sink(cfg: Config, tmp_path: Path) -> Iterator[KafkaSink]:
-    sink = KafkaSink(cfg, Spool(tmp_path / "spool", 64 << 20), **{"bootstrap.servers": "127.0.0.1:9"})
+    sink = KafkaSink(cfg.kafka, Spool(tmp_path / "spool", 64 << 20), **{"bootstrap.servers": "127.0.0.1:9"})
     sink._get_producer()
     deadline = time.monotonic() + 30
     while not sink.kafka_down:
@@ -408,7 +408,7 @@ def test_deploy_check_injection_isolation_no_raw_ip_hashed_keys(
         cfg, events_topic=rt_topic, archive_url=(tmp_path / "archive").as_uri(), **unlimited
     )
     live_spool = Spool(tmp_path / "live-spool", 64 << 20)  # its own: a live sink replays the spool it has
-    monkeypatch.setattr(collector.runtime, "_ingestor", Ingestor(topic_cfg, KafkaSink(topic_cfg, live_spool)))
+    monkeypatch.setattr(collector.runtime, "_ingestor", Ingestor(topic_cfg, KafkaSink(topic_cfg.kafka, live_spool)))
     traffic = send_traffic(client, site, ips, spoofed, ingest_key, size(200, 5000))
     collector.runtime.get_ingestor().sink.flush(30)
     monkeypatch.setattr(collector.runtime, "_ingestor", Ingestor(dataclasses.replace(cfg, **unlimited), down_sink))

@@ -15,10 +15,10 @@ import uuid
 import redis
 from confluent_kafka import Producer
 
-from collector.sink import event_key
 from footfall.config import Config
-from footfall.events import encode
-from footfall.kafka_client import producer_config
+from footfall_capture.events import encode
+from footfall_capture.kafka import producer_config
+from footfall_capture.sink import event_key
 from realtime.health import consumer_lag
 from realtime.keys import KeyLayout
 from realtime.queries import RealtimeQueries
@@ -53,7 +53,7 @@ def test_worker_kill_9_every_2s(cfg: Config, results: Results) -> None:
         step = -(-len(stream) // chunks)
 
         def producer() -> None:
-            out = Producer(producer_config(cfg))
+            out = Producer(producer_config(cfg.kafka))
             t0 = time.monotonic()
             for i in range(chunks):
                 time.sleep(max(0.0, t0 + i * PRODUCE_S / chunks - time.monotonic()))

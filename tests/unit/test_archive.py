@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from footfall import durable
 from footfall.demo import DemoTraffic
+from footfall_capture import durable
 from historical.archive import Archive, ArchiveRow, read_event_ids
 from spark_jobs.schema import partition_path, to_row
 

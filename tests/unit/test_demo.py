@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from footfall.demo import DemoTraffic
-from footfall.events import validate
+from footfall_capture.events import validate
 
 TS = 1_763_700_000_000
 

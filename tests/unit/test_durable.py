@@ -1,4 +1,4 @@
-"""footfall.durable.fsync_directory: a failed directory fsync is an error, except where there
+"""footfall_capture.durable.fsync_directory: a failed directory fsync is an error, except where there
 is nothing to make durable or nothing more to do."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from footfall import durable
-from footfall.durable import fsync_directory
+from footfall_capture import durable
+from footfall_capture.durable import fsync_directory
 
 
 def failing_fsync(code: int) -> object:

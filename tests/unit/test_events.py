@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from footfall.events import (
+from footfall_capture.events import (
     MAX_EVENT_BYTES,
     Event,
     InvalidEvent,

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from collector.models import Site
-from collector.salts import SALT_POLICIES
+from footfall_capture.salts import SALT_POLICIES
 
 
 class Command(BaseCommand):

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from collector.runtime import footfall_config
-from collector.sink import get_sink
+from collector.runtime import footfall_config, get_sink
 
 
 class Command(BaseCommand):

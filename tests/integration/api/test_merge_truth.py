@@ -21,8 +21,8 @@ from api.query.runtime import get_service
 from api.query.service import PREVIOUS_PARTIAL
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from footfall.events import Event
 from footfall.kafka_client import consumer_config
+from footfall_capture.events import Event
 from historical.rollups import run_rollup
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout

@@ -28,7 +28,7 @@ from celery.schedules import crontab
 
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from footfall.events import Event, encode
+from footfall_capture.events import Event, encode
 from historical.archive import Archive, ArchiveRow
 from historical.rollups import REPO
 from historical.store import DAILY, RUNS, DayDocuments, documents, load_day

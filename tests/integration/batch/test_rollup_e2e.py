@@ -27,7 +27,7 @@ import pytest
 from collector.models import Site
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from footfall.events import Event, UserAgent
+from footfall_capture.events import Event, UserAgent
 from historical.archive import Archive, read_event_ids
 from historical.archiver import build_archiver
 from historical.rollups import REPO, run_rollup, spark_submit_command

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from zoneinfo import ZoneInfo
 
-from footfall.events import Event
+from footfall_capture.events import Event
 
 GAP_MS = 30 * 60 * 1000
 

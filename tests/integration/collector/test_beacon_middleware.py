@@ -10,7 +10,7 @@ from django.test import Client
 
 from collector.middleware import BeaconMiddleware
 from collector.models import Site
-from footfall.events import decode
+from footfall_capture.events import decode
 from tests.integration.kafka_tail import TopicTail
 
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from collector.models import ApiKey, Site
-from footfall.events import decode
+from footfall_capture.events import decode
 from tests.integration.kafka_tail import TopicTail
 
 CHROME = (

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from collector.models import Site
-from footfall.events import decode
+from footfall_capture.events import decode
 from tests.integration.kafka_tail import TopicTail
 
 LOG = """\

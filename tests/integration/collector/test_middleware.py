@@ -7,18 +7,20 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.test import RequestFactory
 
-from collector.enrich.geo import geolocate
-from collector.enrich.steps import DEFAULT_STEPS
-from collector.middleware import ClickstreamMiddleware
 from collector.models import Site
-from collector.sink import KafkaSink
-from collector.spool import Spool
 from footfall.config import Config
-from footfall.events import decode
+from footfall_capture.enrich.geo import geolocate
+from footfall_capture.enrich.steps import DEFAULT_STEPS
+from footfall_capture.events import decode
+from footfall_capture.middleware import ClickstreamMiddleware
+from footfall_capture.salts import SaltStore
+from footfall_capture.sink import KafkaSink
+from footfall_capture.spool import Spool
 from tests.integration.kafka_tail import TopicTail
 
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
@@ -32,10 +34,21 @@ def host_view(request: HttpRequest) -> HttpResponse:
     return PAGE
 
 
+@pytest.fixture(autouse=True)
+def capture_settings(settings, cfg: Config, tmp_path: Path) -> None:
+    """The capture library's own settings, as a host site sets them."""
+    settings.FOOTFALL_KAFKA_BOOTSTRAP_SERVERS = cfg.kafka_bootstrap_servers
+    settings.FOOTFALL_REDIS_URL = cfg.redis_url
+    settings.FOOTFALL_SPOOL_DIR = str(tmp_path / "spool")
+
+
 def middleware(settings, site: Site, **options: object) -> ClickstreamMiddleware:
+    """The middleware for ``site``; ``options`` are FOOTFALL_<NAME> settings by name."""
     settings.ALLOWED_HOSTS = ["example.com"]
     settings.FOOTFALL_SITE_ID = site.site_id
-    settings.FOOTFALL_COLLECTOR = {"DOMAINS": ["example.com"], **options}
+    settings.FOOTFALL_DOMAINS = ["example.com"]
+    for name, value in options.items():
+        setattr(settings, f"FOOTFALL_{name}", value)
     return ClickstreamMiddleware(host_view)
 
 
@@ -100,7 +113,7 @@ def test_kafka_down_changes_nothing_for_the_host_and_spools(settings, site: Site
     """With no broker reachable the host still gets its own response; the event is spooled."""
     mw = middleware(settings, site)
     dead = dataclasses.replace(cfg, kafka_bootstrap_servers="127.0.0.1:1")
-    mw.sink = KafkaSink(dead, Spool(tmp_path, 1 << 20), **{"message.timeout.ms": 1500})
+    mw.sink = KafkaSink(dead.kafka, Spool(tmp_path, 1 << 20), **{"message.timeout.ms": 1500})
     for _ in range(3):
         assert mw(get("/down")) is PAGE
     deadline = time.monotonic() + 30
@@ -110,21 +123,38 @@ def test_kafka_down_changes_nothing_for_the_host_and_spools(settings, site: Site
     mw.sink.close()
 
 
-def test_tracking_failures_are_counted_not_raised(settings, site: Site, cfg: Config) -> None:
-    """A broken dependency (here Redis for the salt) never reaches the host."""
+def test_without_a_held_salt_events_wait_in_memory_for_redis(settings, site: Site, events_tail: TopicTail) -> None:
+    """Redis unreachable and no salt held yet: the page view waits (in memory, never on disk:
+    it holds the IP) and is delivered once a salt can be had."""
     mw = middleware(settings, site)
-    mw.cfg = dataclasses.replace(cfg, redis_url="redis://127.0.0.1:1/0")
-    assert mw(get("/x")) is PAGE
+    reachable = mw.salts
+    mw.salts = SaltStore(redis.Redis.from_url("redis://127.0.0.1:1/0", socket_timeout=1))
+    mw.worker.retry_interval = 0.2
+    assert mw(get("/waits")) is PAGE
+    assert not mw.worker.drain(1)  # the job is kept for later, not run, not dropped
+    assert mw.worker.pending() >= 1
+    mw.salts = reachable
     assert mw.worker.drain(10)
-    assert mw.worker.stats["failed"] == 1
+    [msg] = events_tail.read(of_site(site), 1)
+    assert decode(msg.value()).path == "/waits"
+    assert mw.worker.stats["failed"] == 0
 
 
-def test_missing_site_id_is_a_configuration_error(settings) -> None:
-    from django.core.exceptions import ImproperlyConfigured
-
-    settings.FOOTFALL_SITE_ID = ""
-    settings.FOOTFALL_COLLECTOR = {}
-    with pytest.raises(ImproperlyConfigured, match="FOOTFALL_SITE_ID"):
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("SITE_ID", "", "FOOTFALL_SITE_ID: required"),
+        ("SITE_ID", "Not A Site", "FOOTFALL_SITE_ID: expected a site id"),
+        ("KAFKA_BOOTSTRAP_SERVERS", "kafka", "FOOTFALL_KAFKA_BOOTSTRAP_SERVERS: expected comma-separated host:port"),
+        ("REDIS_URL", "http://x", "FOOTFALL_REDIS_URL: expected a URL redis://"),
+        ("TRACK", "everything", "FOOTFALL_TRACK: expected one of pageviews, requests"),
+        ("SAMPLE_RATE", 0, "FOOTFALL_SAMPLE_RATE: expected a number in"),
+    ],
+)
+def test_bad_settings_are_a_configuration_error_naming_them(settings, name: str, value: object, message: str) -> None:
+    settings.FOOTFALL_SITE_ID = "a-site"
+    setattr(settings, f"FOOTFALL_{name}", value)
+    with pytest.raises(ImproperlyConfigured, match=message):
         ClickstreamMiddleware(host_view)
 
 

@@ -21,10 +21,10 @@ from django.test import Client
 import collector.runtime
 from collector.ingest import Ingestor
 from collector.models import Site
-from collector.sink import KafkaSink
-from collector.spool import Spool
 from footfall.config import Config
-from footfall.events import decode
+from footfall_capture.events import decode
+from footfall_capture.sink import KafkaSink
+from footfall_capture.spool import Spool
 from tests.integration.kafka_tail import TopicTail
 
 BEACONS = 5_000
@@ -41,7 +41,7 @@ def stack(*args: str) -> None:
 @pytest.fixture
 def outage_sink(cfg: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KafkaSink]:
     """The collector's ingestor with its own sink and spool, so the test sees exactly its events."""
-    sink = KafkaSink(cfg, Spool(tmp_path / "spool", 256 << 20), **{"message.timeout.ms": 5000})
+    sink = KafkaSink(cfg.kafka, Spool(tmp_path / "spool", 256 << 20), **{"message.timeout.ms": 5000})
     monkeypatch.setattr(collector.runtime, "_ingestor", Ingestor(cfg, sink))
     yield sink
     sink.close()

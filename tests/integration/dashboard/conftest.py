@@ -33,7 +33,7 @@ from collector.models import ApiKey, Site
 from dashboard.models import ShareLink, SiteAccess
 from dashboard.tables import VALUE_TITLES
 from footfall.config import Config
-from footfall.events import Event
+from footfall_capture.events import Event
 from historical.store import connect
 from tests.integration.chromium import chromium
 from tests.integration.dashboard import traffic as gen

@@ -23,8 +23,8 @@ from pymongo.database import Database
 
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from footfall.events import Event
 from footfall.kafka_client import consumer_config
+from footfall_capture.events import Event
 from historical.reconcile import reconcile_day
 from historical.store import BREAKDOWNS, DAILY, HOURLY, RECONCILIATION, RUNS, DayDocuments, load_day
 from realtime.consumer import build_processor

@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from footfall.config import Config
-from footfall.events import Event
+from footfall_capture.events import Event
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 

@@ -11,7 +11,7 @@ import msgspec
 import redis
 
 from footfall.demo import DemoTraffic
-from footfall.events import Event, UserAgent
+from footfall_capture.events import Event, UserAgent
 from realtime.keys import bucket_of
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore

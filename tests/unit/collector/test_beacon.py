@@ -8,13 +8,12 @@ import pytest
 from collector.beacon import (
     BadBeacon,
     asks_not_to_track,
-    client_address,
-    client_ip,
     parse_batch,
     parse_json,
     parse_query,
     to_draft,
 )
+from footfall_capture.enrich.addresses import client_address, client_ip
 
 NOW = 1_763_700_000_000
 

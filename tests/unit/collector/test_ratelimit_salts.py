@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from collector.ratelimit import RateLimiter
-from collector.salts import expires_at, salt_day
+from footfall_capture.salts import expires_at, salt_day
 
 
 class Clock:
@@ -51,8 +51,18 @@ def test_utc_salt_day_is_the_datetime_calendar_day() -> None:
         assert salt_day(ts, "daily", "UTC") == dt.datetime.fromtimestamp(ts / 1000, dt.UTC).date(), ts
 
 
-def test_salt_expires_after_its_day_everywhere() -> None:
+def test_salt_lives_the_late_window_after_its_day_everywhere() -> None:
     now = dt.datetime(2026, 11, 21, 9, tzinfo=dt.UTC)
-    end = expires_at(dt.date(2026, 11, 21), now)
-    assert end == dt.datetime(2026, 11, 22, 12, 10, tzinfo=dt.UTC)  # end of the day in UTC-12, plus grace
-    assert expires_at(dt.date(2026, 1, 1), now) == now + dt.timedelta(hours=1)  # a past day: one hour
+    week = dt.timedelta(days=7)
+    end = expires_at(dt.date(2026, 11, 21), now, week)
+    assert end == dt.datetime(2026, 11, 29, 12, 10, tzinfo=dt.UTC)  # end of the day in UTC-12, a week, grace
+    assert expires_at(dt.date(2026, 11, 21), now, dt.timedelta(hours=1)) == dt.datetime(
+        2026, 11, 22, 13, 10, tzinfo=dt.UTC
+    )
+
+
+def test_a_past_days_salt_lives_the_late_window_after_its_last_use() -> None:
+    """An import of an old day keeps one salt for the whole window, not an hour."""
+    now = dt.datetime(2026, 11, 21, 9, tzinfo=dt.UTC)
+    week = dt.timedelta(days=7)
+    assert expires_at(dt.date(2026, 1, 1), now, week) == now + week + dt.timedelta(minutes=10)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collector import spool as spool_module
-from collector.spool import Spool, SpoolFull
+from footfall_capture import spool as spool_module
+from footfall_capture.spool import Spool, SpoolFull
 
 
 def test_appended_records_replay_in_order_and_are_removed(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_segment_of_a_live_writer_is_not_replayed_by_another_process(tmp_path: P
     code = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from collector.spool import Spool\n"
+        "from footfall_capture.spool import Spool\n"
         "s = Spool(Path(sys.argv[1]), 1 << 20)\n"
         "s.append(b'from-child')\n"
         "print('ready', flush=True)\n"

@@ -7,9 +7,10 @@ import threading
 import time
 from pathlib import Path
 
-from collector.sink import BackgroundWorker, KafkaSink
-from collector.spool import Spool
 from footfall.config import Config
+from footfall_capture.sink import KafkaSink
+from footfall_capture.spool import Spool
+from footfall_capture.worker import BackgroundWorker
 
 
 class CountingWorker(BackgroundWorker):
@@ -41,7 +42,7 @@ def test_simultaneous_first_jobs_start_one_worker_thread() -> None:
     assert worker.drain(5)
     assert worker.threads_started == 1
     assert sorted(done) == list(range(16))
-    assert worker.stats["sent"] == 16
+    assert worker.stats["ran"] == 16
 
 
 def test_jobs_run_in_batches_and_drain_waits_for_them() -> None:
@@ -71,7 +72,7 @@ def test_a_full_queue_drops_and_counts_and_a_failing_job_is_counted() -> None:
     worker.submit(broken)
     worker.submit(lambda: None)  # the thread survives a failing job
     assert worker.drain(5)
-    assert (worker.stats["failed"], worker.stats["sent"]) == (1, 5)
+    assert (worker.stats["failed"], worker.stats["ran"]) == (1, 5)
 
 
 def test_drain_waits_for_the_jobs_before_it_and_says_whether_they_ran() -> None:
@@ -86,7 +87,7 @@ def test_drain_waits_for_the_jobs_before_it_and_says_whether_they_ran() -> None:
     assert worker.drain(5) is True
     assert ran == ["slow", "after"]
     assert worker.pending() == 0
-    assert worker.stats["sent"] == 2  # drain's markers are not jobs
+    assert worker.stats["ran"] == 2  # drain's markers are not jobs
     assert BackgroundWorker().drain(0) is True  # nothing ever submitted in this process
 
 
@@ -94,7 +95,7 @@ def test_a_closed_sink_spools_what_it_is_still_given(cfg: Config, tmp_path: Path
     """At exit the producer is flushed and closed; a job that still runs afterwards (the
     middleware's queue draining) must land in the spool, not in a producer nobody polls."""
     dead = dataclasses.replace(cfg, kafka_bootstrap_servers="127.0.0.1:1")
-    sink = KafkaSink(dead, Spool(tmp_path, 1 << 20))
+    sink = KafkaSink(dead.kafka, Spool(tmp_path, 1 << 20))
     sink._get_producer()
     started = time.monotonic()
     sink.close(timeout=1)

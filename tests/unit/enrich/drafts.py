@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collector.enrich.pipeline import Draft, SiteContext
+from footfall_capture.enrich.pipeline import Draft, SiteContext
 
 TS = 1_763_700_000_000  # 2025-11-21
 SALT = b"0123456789abcdef0123456789abcdef"

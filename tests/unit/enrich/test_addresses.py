@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from collector.enrich import geo
-from collector.enrich.addresses import (
+from footfall_capture.enrich import geo
+from footfall_capture.enrich.addresses import (
     _V4_EXCEPTIONS,
     _V4_NOT_GLOBAL,
     _V6_EXCEPTIONS,

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from collector.enrich import geo
-from collector.enrich.geo import country_of, geolocate, load_database
+from footfall_capture.enrich import geo
+from footfall_capture.enrich.geo import country_of, geolocate, load_database
 from tests.unit.enrich.drafts import CTX, make_draft
 
 

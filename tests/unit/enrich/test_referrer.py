@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from collector.enrich.pipeline import Draft, SiteContext
-from collector.enrich.referrer import (
+from footfall_capture.enrich.pipeline import Draft, SiteContext
+from footfall_capture.enrich.referrer import (
     BRAND_TYPES,
     EMAIL_DOMAINS,
     SEARCH_DOMAINS,
     SOCIAL_DOMAINS,
     classify_referrer,
 )
-from footfall.events import MAX_URL_LENGTH, REF_TYPES
+from footfall_capture.events import MAX_URL_LENGTH, REF_TYPES
 from tests.unit.enrich.drafts import CTX, make_draft
 
 

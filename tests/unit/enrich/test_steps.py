@@ -8,14 +8,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collector.enrich.geo import geolocate
-from collector.enrich.pipeline import Draft, Drop, DropReason, SiteContext, enrich
-from collector.enrich.referrer import classify_referrer
-from collector.enrich.steps import DEFAULT_STEPS
-from collector.enrich.urls import canonicalize_url, parse_utm
-from collector.enrich.useragent import detect_bot, parse_user_agent
-from collector.enrich.visitor import assign_visitor_id, respect_dnt
-from footfall.events import Event, UserAgent, Utm, encode, validate
+from footfall_capture.enrich.geo import geolocate
+from footfall_capture.enrich.pipeline import Draft, Drop, DropReason, SiteContext, enrich
+from footfall_capture.enrich.referrer import classify_referrer
+from footfall_capture.enrich.steps import DEFAULT_STEPS
+from footfall_capture.enrich.urls import canonicalize_url, parse_utm
+from footfall_capture.enrich.useragent import detect_bot, parse_user_agent
+from footfall_capture.enrich.visitor import assign_visitor_id, respect_dnt
+from footfall_capture.events import Event, UserAgent, Utm, encode, validate
 from tests.unit.enrich.drafts import (
     CHROME_ANDROID_PHONE,
     CHROME_WINDOWS,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from collector.enrich.urls import (
+from footfall_capture.enrich.urls import (
     TRACKING_PARAMS,
     canonicalize_url,
     is_tracking_param,
     parse_utm,
     truncate_url,
 )
-from footfall.events import MAX_URL_LENGTH, Utm
+from footfall_capture.events import MAX_URL_LENGTH, Utm
 from tests.unit.enrich.drafts import CTX, make_draft
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from collector.enrich.pipeline import Drop, DropReason, SiteContext
-from collector.enrich.useragent import MAX_UA_LENGTH, detect_bot, parse_user_agent
-from footfall.events import UserAgent
+from footfall_capture.enrich.pipeline import Drop, DropReason, SiteContext
+from footfall_capture.enrich.useragent import MAX_UA_LENGTH, detect_bot, parse_user_agent
+from footfall_capture.events import UserAgent
 from tests.unit.enrich.drafts import (
     BINGBOT,
     CHROME_ANDROID_PHONE,

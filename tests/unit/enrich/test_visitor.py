@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from collector.enrich.pipeline import Drop, DropReason, SiteContext
-from collector.enrich.visitor import assign_visitor_id, respect_dnt, visitor_id
+from footfall_capture.enrich.pipeline import Drop, DropReason, SiteContext
+from footfall_capture.enrich.visitor import assign_visitor_id, respect_dnt, visitor_id
 from tests.unit.enrich.drafts import CHROME_WINDOWS, CTX, PUBLIC_IP, SAFARI_IPHONE, SALT, make_draft
 
 OTHER_SALT = b"fedcba9876543210fedcba9876543210"

@@ -7,7 +7,7 @@ from collections import Counter
 import msgspec
 
 from footfall.demo import DemoTraffic
-from footfall.events import UserAgent
+from footfall_capture.events import UserAgent
 from realtime.aggregate import aggregate, dimension_values, without
 from realtime.keys import KeyLayout
 

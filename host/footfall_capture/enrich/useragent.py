@@ -2,16 +2,16 @@
 
 Contracts:
 
-* :func:`parse_user_agent` sets ``draft.ua`` to a :class:`~footfall.events.UserAgent` from
+* :func:`parse_user_agent` sets ``draft.ua`` to a :class:`~footfall_capture.events.UserAgent` from
   ``draft.user_agent`` with ua-parser: ``browser`` (family), ``browser_version``
-  (``major[.minor]``), ``os`` (family) and ``device``, one of :data:`~footfall.events.DEVICES`
+  (``major[.minor]``), ``os`` (family) and ``device``, one of :data:`~footfall_capture.events.DEVICES`
   (see :func:`device_class`). An empty User-Agent gives ``UserAgent(device="other")``.
   The raw header is never copied into the event.
 * :func:`detect_bot` runs after it: crawlerdetect's list plus :data:`AUTOMATION` (headless
   browsers, HTTP libraries and command-line clients that crawlerdetect misses or that the
   list may drop), an empty User-Agent, or ua-parser's "Spider" device. A bot gets
   ``ua.is_bot=True`` and ``device="bot"``; when ``ctx.drop_bots`` the event is dropped with
-  :attr:`~collector.enrich.pipeline.DropReason.BOT`.
+  :attr:`~footfall_capture.enrich.pipeline.DropReason.BOT`.
 
 Cost: a User-Agent is cut to :data:`MAX_UA_LENGTH` characters before any parsing (a crafted
 megabyte header must not cost a regex scan per request), and both verdicts are memoized per
@@ -33,8 +33,8 @@ import msgspec
 from crawlerdetect import CrawlerDetect
 from ua_parser import Result, parse
 
-from collector.enrich.pipeline import Draft, Drop, DropReason, SiteContext
-from footfall.events import UserAgent
+from footfall_capture.enrich.pipeline import Draft, Drop, DropReason, SiteContext
+from footfall_capture.events import UserAgent
 
 MAX_UA_LENGTH: Final = 1024  # real User-Agents stay under ~500 characters
 _CACHE_SIZE: Final = 4096

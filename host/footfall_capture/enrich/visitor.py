@@ -2,7 +2,7 @@
 
 Contracts:
 
-* :func:`respect_dnt` drops the event (:attr:`~collector.enrich.pipeline.DropReason.DO_NOT_TRACK`)
+* :func:`respect_dnt` drops the event (:attr:`~footfall_capture.enrich.pipeline.DropReason.DO_NOT_TRACK`)
   when the request carried DNT and the site honours it. It runs first, so nothing is
   derived from a visitor who asked not to be tracked.
 * :func:`assign_visitor_id` sets ``draft.visitor_id`` to 32 lower-case hex characters: a
@@ -23,8 +23,8 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from collector.enrich.addresses import ParsedIP, ipv4_mapped, parse
-from collector.enrich.pipeline import Draft, Drop, DropReason, SiteContext
+from footfall_capture.enrich.addresses import ParsedIP, ipv4_mapped, parse
+from footfall_capture.enrich.pipeline import Draft, Drop, DropReason, SiteContext
 
 VISITOR_ID_BYTES: Final = 16  # 32 hex characters
 MAX_SALT_BYTES: Final = hashlib.blake2b.MAX_KEY_SIZE  # 64: BLAKE2b's key limit

@@ -5,7 +5,7 @@ Contract: ``draft.country`` becomes the ISO 3166-1 alpha-2 code (``^[A-Z]{2}$``)
 (private, loopback, link-local, CGNAT, documentation, reserved ...) or not in the database.
 IPv4 and IPv6 are both looked up; an IPv4-mapped IPv6 address (``::ffff:1.2.3.4``, what a
 dual-stack socket reports) is looked up as its IPv4 address. Nothing raises. The IP is only
-read here; :func:`~collector.enrich.visitor.assign_visitor_id` erases it afterwards.
+read here; :func:`~footfall_capture.enrich.visitor.assign_visitor_id` erases it afterwards.
 
 Database: geoip2fast's data file shipped inside the package (offline, no network). Its
 default file is IPv4-only (IPv6 lookups answer "not found"), so the bundled
@@ -14,12 +14,12 @@ default file is IPv4-only (IPv6 lookups answer "not found"), so the bundled
 geoip2fast keeps the loaded tables in module globals, not on the instance: nothing else in
 the process may construct a ``GeoIP2Fast`` with another file, or it replaces ours.
 
-The address is parsed strictly (:func:`~collector.enrich.addresses.parse_ip`, ``ipaddress``'s
+The address is parsed strictly (:func:`~footfall_capture.enrich.addresses.parse_ip`, ``ipaddress``'s
 rules) before the lookup because geoip2fast's own parser is lenient: it resolves "1.2.3"
 (inet_aton shorthand) to a country and accepts trailing spaces, and it reports IPv4-mapped
 addresses as reserved. Lookups are not memoized on purpose (~2 µs each): a cache keyed by
 IP would keep raw IPs in memory long after their request, against invariant 5 (which is
-also why "globally routable" is :func:`~collector.enrich.addresses.is_global`, not the
+also why "globally routable" is :func:`~footfall_capture.enrich.addresses.is_global`, not the
 stdlib's memoized property).
 """
 
@@ -33,8 +33,8 @@ from typing import Final
 
 from geoip2fast import GeoIP2Fast
 
-from collector.enrich.addresses import IPAddress, ParsedIP, ipv4_mapped, is_global, is_global_number, parse
-from collector.enrich.pipeline import Draft, SiteContext
+from footfall_capture.enrich.addresses import IPAddress, ParsedIP, ipv4_mapped, is_global, is_global_number, parse
+from footfall_capture.enrich.pipeline import Draft, SiteContext
 
 DATA_FILE: Final = "geoip2fast-ipv6.dat.gz"  # bundled with the package; IPv4 + IPv6
 _COUNTRY: Final = re.compile(r"[A-Z]{2}")  # geoip2fast answers "--" or "" for the unknown
@@ -117,7 +117,7 @@ def country_of_address(address: IPAddress | None) -> str | None:
 
 
 def country_of_parsed(parsed: ParsedIP | None) -> str | None:
-    """:func:`country_of_address` for a :class:`~collector.enrich.addresses.ParsedIP` (no
+    """:func:`country_of_address` for a :class:`~footfall_capture.enrich.addresses.ParsedIP` (no
     ``ipaddress`` object: what the step uses)."""
     if parsed is None:
         return None

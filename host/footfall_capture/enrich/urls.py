@@ -3,7 +3,7 @@
 Contracts:
 
 * :func:`parse_utm` reads ``utm_source``, ``utm_medium``, ``utm_campaign``, ``utm_term`` and
-  ``utm_content`` from the query of ``draft.url`` into a :class:`~footfall.events.Utm`
+  ``utm_content`` from the query of ``draft.url`` into a :class:`~footfall_capture.events.Utm`
   (``None`` when none of them has a value). Keys match case-insensitively, the first
   occurrence wins, values are trimmed and cut to 256 characters. It must run *before*
   :func:`canonicalize_url`, which strips these parameters from the URL.
@@ -15,7 +15,7 @@ Contracts:
   parameters keep their order and spelling. It sets ``draft.host`` (lower-case, no port)
   and ``draft.path`` (``"/"`` at least). Anything that is not an absolute ``http(s)`` URL
   with a plausible host sets ``url``, ``host`` and ``path`` to ``None``; nothing raises.
-  The URL and path are cut to :data:`~footfall.events.MAX_URL_LENGTH`, never inside a
+  The URL and path are cut to :data:`~footfall_capture.events.MAX_URL_LENGTH`, never inside a
   percent escape.
 
 Both steps mutate and return the draft. url-normalize costs ~70 µs per call and query
@@ -32,8 +32,8 @@ from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 from url_normalize import url_normalize
 
-from collector.enrich.pipeline import Draft, SiteContext
-from footfall.events import MAX_URL_LENGTH, Utm
+from footfall_capture.enrich.pipeline import Draft, SiteContext
+from footfall_capture.events import MAX_URL_LENGTH, Utm
 
 UTM_MAX_LENGTH: Final = 256  # Utm fields are ShortText on the wire
 MAX_RAW_URL_LENGTH: Final = 4 * MAX_URL_LENGTH  # input beyond this is ignored before parsing

@@ -185,3 +185,27 @@ def is_global_number(v4: bool, number: int) -> bool:
         starts, ends = _V6_PRIVATE_RANGES
     i = bisect.bisect_right(starts, number) - 1
     return i < 0 or number > ends[i]
+
+
+def client_ip(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> str | None:
+    """The client's address: the peer, or the entry ``trusted_proxies`` from the right of
+    X-Forwarded-For (entries further left are client-controlled and never trusted), in its
+    canonical spelling; ``None`` if that is no IP address."""
+    return canonical_ip(_client_text(remote_addr, forwarded_for, trusted_proxies))
+
+
+def client_address(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> ParsedIP | None:
+    """:func:`client_ip`'s address parsed (its ``text`` is what ``client_ip`` returns), for a
+    caller that hands it to :meth:`~footfall_capture.enrich.pipeline.Draft.set_address`, so that the
+    enrichment steps do not parse it a second time."""
+    text = _client_text(remote_addr, forwarded_for, trusted_proxies)
+    return parse(text.strip()) if text else None
+
+
+def _client_text(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> str | None:
+    candidate = remote_addr
+    if trusted_proxies and forwarded_for:
+        hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+        if len(hops) >= trusted_proxies:
+            candidate = hops[-trusted_proxies]
+    return candidate

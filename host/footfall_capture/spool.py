@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from footfall.durable import fsync_directory
+from footfall_capture.durable import fsync_directory
 
 log = logging.getLogger(__name__)
 

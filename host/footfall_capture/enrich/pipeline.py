@@ -1,5 +1,5 @@
 """The enrichment pipeline: turn a :class:`Draft` (what the HTTP boundary accepted, plus the
-client's IP and User-Agent held in memory only) into a schema-v1 :class:`~footfall.events.Event`.
+client's IP and User-Agent held in memory only) into a schema-v1 :class:`~footfall_capture.events.Event`.
 
 Each step is a plain function ``(Draft, SiteContext) -> Draft`` with no I/O: it fills in
 derived fields, or raises :class:`Drop` with a :class:`DropReason` when the event must not
@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from collector.enrich.addresses import IPAddress, ParsedIP, parse, parse_ip
-from footfall.events import SCHEMA_VERSION, Event, InvalidEvent, UserAgent, Utm
+from footfall_capture.enrich.addresses import IPAddress, ParsedIP, parse, parse_ip
+from footfall_capture.events import SCHEMA_VERSION, Event, InvalidEvent, UserAgent, Utm
 
 
 class DropReason(StrEnum):
@@ -93,7 +93,7 @@ class Draft:
         return memo[1]
 
     def parsed_ip(self) -> ParsedIP | None:
-        """:meth:`address` as a :class:`~collector.enrich.addresses.ParsedIP` (what the steps
+        """:meth:`address` as a :class:`~footfall_capture.enrich.addresses.ParsedIP` (what the steps
         use: cheaper than an ``ipaddress`` object), parsed once per value likewise."""
         ip, memo = self.ip, self._parsed
         if memo is None or memo[0] is not ip:
@@ -147,7 +147,7 @@ Step = Callable[[Draft, SiteContext], Draft]
 
 def enrich(draft: Draft, ctx: SiteContext, steps: Sequence[Step]) -> Event:
     """Run ``steps`` in order and return the event; raise :class:`Drop` to drop it, or
-    :class:`~footfall.events.InvalidEvent` if the result breaks the event's own rules (a page
+    :class:`~footfall_capture.events.InvalidEvent` if the result breaks the event's own rules (a page
     view whose URL is not an http(s) URL has none left after canonicalization)."""
     for step in steps:
         draft = step(draft, ctx)

@@ -2,18 +2,18 @@
 
 Contract: from ``draft.referrer`` set ``draft.ref_domain`` (the referrer's host, lower-case,
 without a leading ``www.``) and ``draft.ref_type``, one of
-:data:`~footfall.events.REF_TYPES`:
+:data:`~footfall_capture.events.REF_TYPES`:
 
 * ``"direct"``: no referrer (``ref_domain`` ``None``);
 * ``"internal"``: the referrer's host is the page's host (``draft.host``, so this step runs
-  after :func:`~collector.enrich.urls.canonicalize_url`) or one of ``ctx.domains`` or a
+  after :func:`~footfall_capture.enrich.urls.canonicalize_url`) or one of ``ctx.domains`` or a
   subdomain of them; ``www.`` is ignored on both sides;
 * ``"email"``, ``"search"``, ``"social"``: the host is in the curated tables below;
 * ``"other"``: any other site, or a referrer that is not an http(s) URL with a valid host
   (then ``ref_domain`` is ``None``). Android apps send ``android-app://<package>/``
   referrers; the few well-known packages in :data:`ANDROID_APPS` are mapped to their site.
 
-``draft.referrer`` itself is kept as given, cut to :data:`~footfall.events.MAX_URL_LENGTH`
+``draft.referrer`` itself is kept as given, cut to :data:`~footfall_capture.events.MAX_URL_LENGTH`
 (a blank referrer becomes ``None``). Nothing raises.
 
 Why the tables are kept by hand: the ``referer-parser`` package on PyPI (Snowplow's
@@ -42,8 +42,8 @@ from urllib.parse import urlsplit
 
 import tldextract
 
-from collector.enrich.pipeline import Draft, SiteContext
-from footfall.events import MAX_URL_LENGTH
+from footfall_capture.enrich.pipeline import Draft, SiteContext
+from footfall_capture.events import MAX_URL_LENGTH
 
 # Exact hosts and domains (www-stripped, lower-case). A host matches an entry if it is the
 # entry or a subdomain of it, so "uk.mail.yahoo.com" matches "mail.yahoo.com". The most

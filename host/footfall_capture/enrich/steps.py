@@ -1,18 +1,18 @@
 """The default enrichment steps, in the order they must run (:data:`DEFAULT_STEPS`).
 
-Order constraints (each step mutates and returns the :class:`~collector.enrich.pipeline.Draft`):
+Order constraints (each step mutates and returns the :class:`~footfall_capture.enrich.pipeline.Draft`):
 
-1. :func:`~collector.enrich.visitor.respect_dnt` first: a visitor who asked not to be
+1. :func:`~footfall_capture.enrich.visitor.respect_dnt` first: a visitor who asked not to be
    tracked costs no parsing and leaves nothing derived behind.
-2. :func:`~collector.enrich.urls.parse_utm` before
-   :func:`~collector.enrich.urls.canonicalize_url`, which strips the ``utm_*`` parameters
+2. :func:`~footfall_capture.enrich.urls.parse_utm` before
+   :func:`~footfall_capture.enrich.urls.canonicalize_url`, which strips the ``utm_*`` parameters
    it reads.
-3. :func:`~collector.enrich.referrer.classify_referrer` after ``canonicalize_url``: a
+3. :func:`~footfall_capture.enrich.referrer.classify_referrer` after ``canonicalize_url``: a
    referrer from the page's own host (``draft.host``) is internal.
-4. :func:`~collector.enrich.useragent.parse_user_agent` before
-   :func:`~collector.enrich.useragent.detect_bot`, which flags (or drops) the parsed agent.
-5. :func:`~collector.enrich.geo.geolocate` and every other reader of ``draft.ip`` or
-   ``draft.user_agent`` before :func:`~collector.enrich.visitor.assign_visitor_id`, which
+4. :func:`~footfall_capture.enrich.useragent.parse_user_agent` before
+   :func:`~footfall_capture.enrich.useragent.detect_bot`, which flags (or drops) the parsed agent.
+5. :func:`~footfall_capture.enrich.geo.geolocate` and every other reader of ``draft.ip`` or
+   ``draft.user_agent`` before :func:`~footfall_capture.enrich.visitor.assign_visitor_id`, which
    hashes them and then erases both from the draft: it is always **last** (invariant 5, the
    IP is used in memory only).
 
@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from collector.enrich.geo import geolocate
-from collector.enrich.pipeline import Draft, SiteContext, Step, enrich
-from collector.enrich.referrer import classify_referrer
-from collector.enrich.urls import canonicalize_url, parse_utm
-from collector.enrich.useragent import detect_bot, parse_user_agent
-from collector.enrich.visitor import assign_visitor_id, respect_dnt
+from footfall_capture.enrich.geo import geolocate
+from footfall_capture.enrich.pipeline import Draft, SiteContext, Step, enrich
+from footfall_capture.enrich.referrer import classify_referrer
+from footfall_capture.enrich.urls import canonicalize_url, parse_utm
+from footfall_capture.enrich.useragent import detect_bot, parse_user_agent
+from footfall_capture.enrich.visitor import assign_visitor_id, respect_dnt
 
 DEFAULT_STEPS: Final[tuple[Step, ...]] = (
     respect_dnt,
