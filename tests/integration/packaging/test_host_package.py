@@ -120,8 +120,8 @@ def test_the_install_pulls_in_nothing_of_the_server(host: Host, capsys: pytest.C
     own = sum(p.stat().st_size for p in (site_packages / "footfall_capture").rglob("*") if p.is_file())
     with capsys.disabled():  # what a host pays, in every run's log
         print(
-            f"\nfootfall-capture in a Django host: the package {own / 1e3:.0f} kB, the environment {size / 1e6:.1f} MB; "
-            + "installed: "
+            f"\nfootfall-capture in a Django host: the package {own / 1e3:.0f} kB, "
+            f"the environment {size / 1e6:.1f} MB; installed: "
             + ", ".join(sorted(f"{item['name']} {item['version']}" for item in listed))
         )
     assert "footfall-capture" in names
