@@ -6,6 +6,7 @@ These tests never skip when a service is missing: a missing service is a failed 
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -31,11 +32,27 @@ def kafka_admin(cfg: Config) -> AdminClient:
     return AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
 
 
+def create_topic(admin: AdminClient, name: str, partitions: int, timeout: float = 30.0) -> None:
+    """Create ``name`` and wait until each partition has a leader: a topic created a moment
+    ago on a busy broker answers "not leader" for a while, which a consumer's first offset
+    lookup (arroyo's, at assignment) does not retry."""
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(timeout=30)
+    deadline = time.monotonic() + timeout
+    while True:
+        topic = admin.list_topics(name, timeout=10).topics.get(name)
+        ready = topic is not None and topic.error is None and len(topic.partitions) == partitions
+        if ready and all(p.leader >= 0 and p.error is None for p in topic.partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topic {name}: no leader for every partition within {timeout:.0f}s")
+        time.sleep(0.2)
+
+
 @pytest.fixture
 def kafka_topic(kafka_admin: AdminClient) -> Iterator[str]:
     """A fresh 3-partition topic for one test, deleted afterwards."""
     name = f"test-{uuid.uuid4().hex[:12]}"
-    kafka_admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)])[name].result(timeout=30)
+    create_topic(kafka_admin, name, 3)
     yield name
     kafka_admin.delete_topics([name])[name].result(timeout=30)
 
@@ -44,7 +61,7 @@ def kafka_topic(kafka_admin: AdminClient) -> Iterator[str]:
 def rt_topic(cfg: Config, kafka_admin: AdminClient) -> Iterator[str]:
     """A fresh 6-partition topic, like `events`, deleted afterwards."""
     name = f"rt-{uuid.uuid4().hex[:10]}"
-    kafka_admin.create_topics([NewTopic(name, num_partitions=6, replication_factor=1)])[name].result(timeout=30)
+    create_topic(kafka_admin, name, 6)
     yield name
     kafka_admin.delete_topics([name])[name].result(timeout=30)
 
