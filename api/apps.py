@@ -5,4 +5,6 @@ from django.apps import AppConfig
 
 class ApiConfig(AppConfig):
     name = "api"
+    # Prefixed so the label (tables, migrations, permissions) cannot clash with a host project's app.
+    label = "footfall_api"
     verbose_name = "Footfall API"

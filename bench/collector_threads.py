@@ -59,13 +59,9 @@ def handlers() -> tuple[WSGIApp, WSGIApp, str]:
     from django.conf import settings
     from django.core.handlers.wsgi import WSGIHandler
 
-    from footfall.wsgi_request import Request
-
     with_mw = WSGIHandler()  # reads settings.MIDDLEWARE now
-    with_mw.request_class = Request
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if not m.endswith("ClickstreamMiddleware")]
     without = WSGIHandler()
-    without.request_class = Request
     hosts = [h for h in settings.ALLOWED_HOSTS if h != "*" and not h.startswith(".")]
     return without, with_mw, hosts[0] if hosts else "localhost"
 

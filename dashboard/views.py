@@ -9,14 +9,15 @@ gunicorn and test servers serve it alike, and nobody reaches Dash around the log
 
 from __future__ import annotations
 
+import importlib
 import io
+from functools import cache
 
 from django.contrib.auth.views import LoginView, LogoutView, redirect_to_login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
-from werkzeug.test import run_wsgi_app
 
 from dashboard.access import ENVIRON_KEY, SESSION_SHARES, access_for, has_any_grant
 from dashboard.models import ShareLink
@@ -30,6 +31,22 @@ CSP = (
     "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
     "form-action 'self'"
 )
+
+
+# What the `dashboard` extra installs (Werkzeug comes with Dash's Flask); the rest of the server
+# runs without them, so they are imported when the dashboard is first asked for.
+EXTRA_MODULES = ("dash", "plotly", "werkzeug")
+
+
+@cache
+def missing_extra() -> str | None:
+    """The first module of the ``dashboard`` extra that cannot be imported, or None when all can."""
+    for module in EXTRA_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError:
+            return module
+    return None
 
 
 class DashboardLoginView(LoginView):
@@ -62,11 +79,17 @@ def _is_page(request: HttpRequest, rest: str) -> bool:
 
 
 def forward(request: HttpRequest, rest: str = "") -> HttpResponse:
-    """Serve ``/dashboard/<rest>`` from the Dash app, for signed-in users and share-link holders."""
+    """Serve ``/dashboard/<rest>`` from the Dash app, for signed-in users and share-link holders;
+    503 with what to install when the server was installed without the ``dashboard`` extra."""
+    missing = missing_extra()
+    if missing is not None:
+        return render(request, "dashboard/not_installed.html", {"module": missing}, status=503)
     if not has_any_grant(request):
         if _is_page(request, rest):
             return redirect_to_login(request.get_full_path())
         return JsonResponse({"error": "sign in to use the dashboard"}, status=403)
+    from werkzeug.test import run_wsgi_app
+
     from dashboard.app import get_app  # Dash is imported on first use, not when Django starts
 
     app = get_app()

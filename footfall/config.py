@@ -48,6 +48,7 @@ ENVIRONMENTS = ("local", "test", "production")
 INSECURE_DEV_SECRET = "footfall-insecure-local-development-key-never-use-in-production"  # noqa: S105
 MIN_SECRET_LENGTH = 50
 
+SQLITE_ENGINE = "footfall.sqlite"
 _HOSTPORT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 _SPARK_LOCAL = re.compile(r"^local(\[(\*|\d+)(,\d+)?\])?$")
 _REMOTE_ARCHIVE_SCHEMES = ("s3a", "s3", "hdfs", "gs", "abfs", "abfss", "wasbs")
@@ -73,6 +74,7 @@ class Config:
     spark_master: str
     archive_url: str
     data_dir: Path
+    static_root: Path
     spool_dir: Path
     spool_max_bytes: int
     trusted_proxies: int
@@ -94,18 +96,20 @@ class Config:
         return not urlsplit(self.archive_url).scheme.startswith(_REMOTE_ARCHIVE_SCHEMES)
 
 
-def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
+def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
     """Build and validate a :class:`Config` from ``env``; raise :class:`ConfigError` on bad input.
 
-    ``base_dir`` is the project checkout; local defaults (SQLite file, archive directory)
-    live under ``<base_dir>/var`` unless ``FOOTFALL_DATA_DIR`` says otherwise.
+    ``base_dir`` is the project checkout, or None when Footfall runs from an installed
+    package. Local defaults (SQLite file, archive, static files) live in the data directory:
+    ``FOOTFALL_DATA_DIR``, else ``<base_dir>/var`` in a checkout, else the user's XDG data
+    directory (never inside site-packages). Nothing is created here.
     """
     environment = _choice(env, "FOOTFALL_ENV", ENVIRONMENTS, default="local")
     debug = _bool(env, "DEBUG", default=environment == "local")
     if environment == "production" and debug:
         raise ConfigError("DEBUG", "false when FOOTFALL_ENV=production", env.get("DEBUG"))
 
-    data_dir = Path(env.get("FOOTFALL_DATA_DIR") or base_dir / "var").expanduser().resolve()
+    data_dir = Path(env.get("FOOTFALL_DATA_DIR") or default_data_dir(env, base_dir)).expanduser().resolve()
     redis_url = _url(env, "REDIS_URL", ("redis", "rediss", "unix"), f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0")
     return Config(
         environment=environment,
@@ -126,6 +130,7 @@ def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
         spark_master=_spark_master(env),
         archive_url=_archive_url(env, data_dir),
         data_dir=data_dir,
+        static_root=_absolute_dir(env, "FOOTFALL_STATIC_ROOT", data_dir / "static"),
         spool_dir=Path(env.get("FOOTFALL_SPOOL_DIR") or data_dir / "spool").expanduser().resolve(),
         spool_max_bytes=_int(env, "FOOTFALL_SPOOL_MAX_BYTES", 1 << 30, low=1 << 16),
         # How many reverse proxies in front of the collector append to X-Forwarded-For;
@@ -142,6 +147,28 @@ def load_config(env: Mapping[str, str], base_dir: Path) -> Config:
         # (measured ~0.6 KB a document, ~0.2 KB a value: the default holds ~120 MB at most).
         api_cache_items=_int(env, "FOOTFALL_API_CACHE_ITEMS", 200_000, low=0, high=100_000_000),
     )
+
+
+def default_data_dir(env: Mapping[str, str], base_dir: Path | None) -> Path:
+    """``<base_dir>/var`` in a checkout; ``$XDG_DATA_HOME/footfall`` (``~/.local/share/footfall``)
+    for an installed package, whose own folder may be read-only and is replaced on upgrade."""
+    if base_dir is not None:
+        return base_dir / "var"
+    xdg = env.get("XDG_DATA_HOME", "")
+    if xdg.startswith("/"):  # the XDG spec: a relative value is invalid and ignored
+        return Path(xdg) / "footfall"
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".local" / "share" / "footfall"
+
+
+def _absolute_dir(env: Mapping[str, str], name: str, default: Path) -> Path:
+    raw = env.get(name)
+    if not raw:
+        return default
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise ConfigError(name, "an absolute directory path", raw)
+    return path.resolve()
 
 
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -218,6 +245,8 @@ def _database(env: Mapping[str, str], data_dir: Path) -> dict[str, object]:
         ) from exc
     if not parsed.get("ENGINE") or not parsed.get("NAME"):
         raise ConfigError("DATABASE_URL", "a database URL naming an engine and a database", raw)
+    if parsed["ENGINE"] == "django.db.backends.sqlite3":
+        parsed["ENGINE"] = SQLITE_ENGINE  # Django's, making the file's folder on first connect
     return dict(parsed)
 
 

@@ -16,9 +16,12 @@ from footfall.celery_schedule import SCHEDULE
 from footfall.config import ConfigError, load_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A checkout keeps its local data in ./var; an installed package (no manage.py beside it)
+# must not write into site-packages, so its defaults go to the user's data directory.
+CHECKOUT = BASE_DIR if (BASE_DIR / "manage.py").is_file() and (BASE_DIR / "pyproject.toml").is_file() else None
 
 try:
-    FOOTFALL = load_config(os.environ, BASE_DIR)
+    FOOTFALL = load_config(os.environ, CHECKOUT)
 except ConfigError as exc:
     raise ImproperlyConfigured(f"Footfall configuration error: {exc}") from exc
 
@@ -36,6 +39,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # Labelled footfall_<folder> (see each apps.py).
     "collector",
     "realtime",
     "historical",
@@ -45,6 +49,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (admin, Swagger UI) answered from STATIC_ROOT before anything else runs.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     # Beacons (POST /collect, GET /p.gif) answered before sessions, auth, CSRF and URL
     # resolution, which they never need: same views, same answers, half the server time.
     "collector.middleware.BeaconMiddleware",
@@ -79,8 +85,6 @@ TEMPLATES = [
     },
 ]
 
-if FOOTFALL.database["ENGINE"] == "django.db.backends.sqlite3":
-    Path(str(FOOTFALL.database["NAME"])).parent.mkdir(parents=True, exist_ok=True)
 DATABASES = {"default": FOOTFALL.database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -96,8 +100,14 @@ TIME_ZONE = "UTC"  # storage is UTC; each site's zone is applied at query time
 USE_I18N = True
 USE_TZ = True
 
+# `manage.py collectstatic` copies every app's files (admin, Swagger UI) here; WhiteNoise
+# serves them from every web process, so no separate file server is needed.
 STATIC_URL = "static/"
-STATIC_ROOT = FOOTFALL.data_dir / "static"
+STATIC_ROOT = FOOTFALL.static_root
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -7,12 +7,13 @@ as soon as it works, so ``deploy/local/up.sh`` always runs the whole pipeline.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import urllib.error
 import urllib.request
 
-from deploy.local.procs import ProcessSpec, running_pid, start, wait_until
-from deploy.local.services import StackConfig
+from deploy.local.procs import ProcessSpec, StackError, running_pid, start, wait_until
+from deploy.local.services import REPO, StackConfig
 
 # Started in this order, stopped in reverse.
 APPS = ["web", "realtime-1", "realtime-2", "archiver", "celery", "celery-beat", "demo-traffic"]
@@ -71,11 +72,23 @@ def _web_healthy(cfg: StackConfig) -> bool:
         return False
 
 
+def collect_static(cfg: StackConfig) -> None:
+    """Copy every app's static files (admin, Swagger UI) to STATIC_ROOT, where WhiteNoise serves them."""
+    env = {**os.environ, **cfg.app_environment()}
+    out = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    if out.returncode != 0:
+        raise StackError(f"collectstatic failed: {out.stderr.strip()[-2000:]}")
+
+
 def start_apps(cfg: StackConfig) -> None:
-    """Start every app process that is not running; wait for the web server to answer."""
+    """Start every app process that is not running (the web server after collecting static
+    files, so a new release serves its own); wait for the web server to answer."""
     for name in APPS:
         app_spec = spec(cfg, name)
         pid = running_pid(app_spec)
+        if name == "web" and not pid:
+            collect_static(cfg)
         state = f"already running (pid {pid})" if pid else f"started (pid {start(app_spec)})"
         if name == "web":
             wait_until(

@@ -30,4 +30,6 @@ echo "services up in $(( $(date +%s) - started ))s"
 
 "$py" -m ruff check .
 "$py" manage.py check
+# The static files WhiteNoise serves to the tests' live servers (admin, Swagger UI).
+"$py" manage.py collectstatic --noinput -v0
 "$py" -m pytest "$@"

@@ -23,6 +23,8 @@ export FOOTFALL_DEMO_KEY
 # kept (readable by this user only) in the state dir and printed below.
 login_file="$FOOTFALL_DATA_DIR/demo-login"
 "$py" manage.py dashboard_user demo --site demo --password-file "$login_file" >/dev/null
+# Starts the web server after `manage.py collectstatic` (WhiteNoise serves the admin's and
+# Swagger UI's files from STATIC_ROOT), then the workers and the demo traffic.
 "$py" -m deploy.local.stack start-apps
 # Once per state dir: six past days of demo traffic, archived and rolled up, so the API and
 # the dashboard have settled history next to the live minutes. Later days settle nightly.

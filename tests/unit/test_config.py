@@ -21,8 +21,9 @@ def test_empty_environment_points_at_the_local_stack() -> None:
     assert cfg.celery_broker_url == f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/1"
     assert cfg.mongo_url == f"mongodb://127.0.0.1:{LOCAL_PORTS['mongo']}/"
     assert cfg.spark_master == "local[*]"
-    assert cfg.database["ENGINE"] == "django.db.backends.sqlite3"
+    assert cfg.database["ENGINE"] == "footfall.sqlite"  # Django's SQLite, making the file's folder when it connects
     assert cfg.database["NAME"] == str(BASE / "var" / "footfall.sqlite3")
+    assert cfg.static_root == BASE / "var" / "static"
     assert cfg.archive_url == (BASE / "var" / "archive").as_uri()
     assert cfg.archive_is_local
     assert cfg.secret_key == INSECURE_DEV_SECRET
@@ -111,6 +112,42 @@ def test_data_dir_moves_local_defaults() -> None:
     cfg = load_config({"FOOTFALL_DATA_DIR": "/var/lib/footfall"}, BASE)
     assert cfg.database["NAME"] == "/var/lib/footfall/footfall.sqlite3"
     assert cfg.archive_url == "file:///var/lib/footfall/archive"
+
+
+def test_installed_package_keeps_data_in_the_users_data_directory() -> None:
+    """Without a checkout (base_dir None) nothing defaults to the package's own folder."""
+    assert load_config({"HOME": "/home/ann"}, None).data_dir == Path("/home/ann/.local/share/footfall")
+    cfg = load_config({"HOME": "/home/ann", "XDG_DATA_HOME": "/data/ann"}, None)
+    assert cfg.data_dir == Path("/data/ann/footfall")
+    assert cfg.database["NAME"] == "/data/ann/footfall/footfall.sqlite3"
+    assert load_config({"HOME": "/home/ann", "XDG_DATA_HOME": "relative"}, None).data_dir.parent == Path(
+        "/home/ann/.local/share"
+    )
+
+
+def test_static_root_is_an_absolute_directory() -> None:
+    assert load_config({"FOOTFALL_STATIC_ROOT": "/srv/static"}, BASE).static_root == Path("/srv/static")
+    with pytest.raises(ConfigError, match="FOOTFALL_STATIC_ROOT: expected an absolute directory path"):
+        load_config({"FOOTFALL_STATIC_ROOT": "static"}, BASE)
+
+
+def test_settings_import_creates_nothing(tmp_path: Path) -> None:
+    """Importing the settings and setting Django up writes no file or folder, not even the data directory."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    code = "import django; django.setup(); from django.conf import settings; print(settings.STATIC_ROOT)"
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PATH": "/usr/bin:/bin", "FOOTFALL_DATA_DIR": str(data), "DJANGO_SETTINGS_MODULE": "footfall.settings"},
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(data / "static")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_settings_module_turns_config_errors_into_improperly_configured(tmp_path: Path) -> None:

@@ -1,0 +1,23 @@
+"""The server's wheel declares every file it serves or renders (templates, tracker, Dash assets)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("footfall", "api", "collector", "realtime", "historical", "dashboard", "spark_jobs")
+
+
+def test_every_data_file_of_the_server_packages_is_package_data() -> None:
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    declared = {
+        path for package, patterns in package_data.items() for pattern in patterns
+        for path in (REPO / package).glob(pattern) if path.is_file()
+    }  # fmt: skip
+    data_files = {
+        path for package in PACKAGES for path in (REPO / package).rglob("*")
+        if path.is_file() and path.suffix not in {".py", ".pyc"} and "__pycache__" not in path.parts
+    }  # fmt: skip
+    assert data_files - declared == set()
+    assert REPO / "collector" / "static" / "collector" / "footfall.js" in declared
