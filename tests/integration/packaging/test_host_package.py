@@ -25,7 +25,7 @@ import pytest
 from footfall.config import Config
 from footfall_capture.events import decode
 from tests.integration.kafka_tail import TopicTail
-from tests.integration.packaging.wheels import REPO, build_wheel
+from tests.integration.packaging.conftest import Wheels
 from tests.reliability.faults import stack, wait_for
 
 # What a host must never be made to install: the server's heavy parts.
@@ -72,20 +72,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def capture_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_wheel(REPO / "host", tmp_path_factory.mktemp("wheels"))
-
-
 @pytest.fixture(scope="module", params=["4.2", "5.2"], ids=lambda v: f"django-{v}")
-def host(request: pytest.FixtureRequest, capture_wheel: Path, cfg: Config, tmp_path_factory: pytest.TempPathFactory,
+def host(request: pytest.FixtureRequest, wheels: Wheels, cfg: Config, tmp_path_factory: pytest.TempPathFactory,
          ) -> Host:  # fmt: skip
     """A fresh venv with the wheel and Django ``request.param``, and a project configured as the README says."""
     root = tmp_path_factory.mktemp(f"host-django-{request.param}")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, str(capture_wheel), f"django~={request.param}.0"], check=True, timeout=600)
+    subprocess.run([*pip, str(wheels.capture), f"django~={request.param}.0"], check=True, timeout=600)
     subprocess.run([str(venv / "bin" / "django-admin"), "startproject", "hostsite", str(root)], check=True)
     host = Host(venv, root, f"host-{uuid.uuid4().hex[:8]}")
     (root / "hostsite" / "views.py").write_text(PAGE_VIEW)

@@ -9,7 +9,6 @@ without the ``dashboard`` extra, and that it keeps its data outside site-package
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,14 +23,11 @@ import pytest
 
 from footfall.config import Config
 from tests.integration.chromium import chromium
+from tests.integration.packaging.conftest import REPO, Wheels
 
-REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 # SECURE_SSL_REDIRECT is on in production: the requests come "through" a TLS proxy.
 PROXY_HEADERS = {"X-Forwarded-Proto": "https"}
-# What a copy of the checkout for building leaves out (in-tree builds would also pick up a stale build/).
-NOT_SOURCE = shutil.ignore_patterns(".git", "var", "artifacts", "build", "dist", "*.egg-info", "__pycache__",
-                                    ".hypothesis", ".ruff_cache", ".pytest_cache")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,22 +60,17 @@ def get(url: str) -> tuple[int, str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def server(cfg: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(cfg: Config, wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The installed server, migrated, its static files collected, answering on a free port."""
     root = tmp_path_factory.mktemp("server-wheel")
     assert not root.is_relative_to(REPO)
-    wheels, venv, home, workdir = root / "wheels", root / "venv", root / "home", root / "run"
+    venv, home, workdir = root / "venv", root / "home", root / "run"
     for folder in (home, workdir):
         folder.mkdir()
-    source = root / "source"
-    shutil.copytree(REPO, source, ignore=NOT_SOURCE)
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
-         str(source / "host"), str(source)])  # fmt: skip
-    server_wheel = next(wheels.glob("footfall-*.whl"))
     run([sys.executable, "-m", "venv", str(venv)])
     # No extras: the server must run without Dash and Spark. PyPI (or the pip cache) supplies the
     # other dependencies; footfall-capture comes from the wheel just built.
-    run([str(venv / "bin" / "pip"), "install", "--quiet", "--find-links", str(wheels), str(server_wheel)])
+    run([str(venv / "bin" / "pip"), "install", "--quiet", "--find-links", str(wheels.folder), str(wheels.server)])
 
     env = {
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
