@@ -375,14 +375,14 @@ def run_spark(
     """The job's extract and transforms (``rollup``), its breakdowns of ``dimensions`` as Arrow."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.rollup import extract, transitions_frame
+    from spark_jobs.rollup import extract, zone_changes
     from spark_jobs.transforms import rollup
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     machine, cpu, started = machine_busy_s(), process_cpu_s(jvm) + process_cpu_s(), time.monotonic()
     events = extract(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
-    changes = transitions_frame(spark, {tz or DEFAULT_TZ for tz in site_tz.values()}, days)
+    changes = zone_changes(set(site_tz.values()), days)
     breakdowns = rollup(events, zones, days, changes)["breakdowns"]
     result = breakdowns.where(F.col("dimension").isin(*dimensions)).select(*KEYS, "pageviews", "visitors")
     table = result.toArrow()

@@ -61,12 +61,11 @@ def extract(spark: SparkSession, archive_url: str, sites: Sequence[str], days: S
     return events.where(F.col("date").isin(list(utc_dates_for(days))) & F.col("site_id").isin(list(sites)))
 
 
-def transitions_frame(spark: SparkSession, zones: set[str], days: Sequence[str]) -> DataFrame:
-    """The ``(tz, at_ms)`` table :func:`spark_jobs.transforms.localize` needs: every offset
-    change of ``zones`` around ``days``, computed here on the driver (a handful of rows)."""
+def zone_changes(zones: Iterable[str | None], days: Sequence[str]) -> list[tuple[str, int]]:
+    """The ``(zone, ms)`` offset changes :func:`spark_jobs.transforms.localize` needs: every
+    change of ``zones`` around ``days`` and the evening before them, computed with zoneinfo."""
     first, last = dt.date.fromisoformat(min(days)), dt.date.fromisoformat(max(days))
-    rows = span_transitions(frozenset(z or "UTC" for z in zones), first - dt.timedelta(days=2), last)
-    return spark.createDataFrame(rows, "tz STRING, at_ms BIGINT")
+    return span_transitions(frozenset(z or "UTC" for z in zones), first - dt.timedelta(days=2), last)
 
 
 def _round(row: dict[str, object]) -> dict[str, object]:
@@ -90,7 +89,7 @@ def transform_and_load(
 ) -> list[tuple[str, str, int]]:
     """Roll up ``days`` for every site of ``site_tz``; return (site, day, events read) per day loaded."""
     tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
-    changes = transitions_frame(spark, set(site_tz.values()), days)
+    changes = zone_changes(set(site_tz.values()), days)
     result = rollup(events, tz_df, list(days), changes)
     # Rows read per local day before dedup: the run record says what the figures came from.
     counted = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()

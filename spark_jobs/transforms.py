@@ -42,7 +42,7 @@ What the metrics mean (``day`` is always a local day; bots never count as humans
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -89,14 +89,14 @@ def dedupe(events: DataFrame) -> DataFrame:
     return events.withColumn("_rank", F.row_number().over(first)).where(F.col("_rank") == 1).drop("_rank")
 
 
-def localize(events: DataFrame, site_tz: DataFrame, transitions: DataFrame) -> DataFrame:
+def localize(events: DataFrame, site_tz: DataFrame, transitions: Sequence[tuple[str, int]]) -> DataFrame:
     """The events with their time on the site's wall clock and their hourly bucket.
 
     ``site_tz`` has columns ``site_id``, ``tz`` (an IANA zone name); sites without a row, or
     with a null ``tz``, use UTC. An unknown zone name fails the job (Spark raises
-    ``INVALID_TIMEZONE``) rather than rolling a site up on the wrong days. ``transitions``
-    has columns ``tz``, ``at_ms`` (BIGINT): the instants at which each zone's offset changes,
-    at least those within the events' time span (:func:`historical.buckets.span_transitions`).
+    ``INVALID_TIMEZONE``) rather than rolling a site up on the wrong days. ``transitions``:
+    ``(zone, ms)`` of the instants at which the zones' offsets change, at least those within
+    the events' time span (:func:`historical.buckets.span_transitions`; a few per zone).
 
     Output: the input's columns plus ``local_ts`` (TIMESTAMP: the local wall-clock time,
     as ``from_utc_timestamp`` gives it), ``day`` (STRING ``YYYY-MM-DD``, local),
@@ -118,39 +118,37 @@ def localize(events: DataFrame, site_tz: DataFrame, transitions: DataFrame) -> D
     # start unless the offset changed since then (then the change starts the bucket).
     wall_hour_ms = F.floor(wall_micros / _MICROS_PER_HOUR) * _MS_PER_HOUR
     candidate = (wall_hour_ms - offset_ms).cast("long")
-    # A change can only start the bucket if it lies in (candidate, ts], less than an hour
-    # before the event: an equi-join on (zone, UTC hour of the event) against each change
-    # listed under its own hour and the next finds it without a range join.
-    changes = transitions.select(
-        F.col("tz").alias("_ctz"),
-        F.explode(F.array(F.floor(F.col("at_ms") / _MS_PER_HOUR), F.floor(F.col("at_ms") / _MS_PER_HOUR) + 1)).alias(
-            "_chour"
-        ),
-        F.col("at_ms").alias("_change"),
-    )
     located = (
         events.join(F.broadcast(zones), "site_id", "left")
-        .withColumn("_zone", zone)
         .withColumn("local_ts", local_ts)
         .withColumn("_candidate", candidate)
-        .withColumn("_hour", F.floor(F.col("ts") / _MS_PER_HOUR))
-    )
-    matched = located.join(
-        F.broadcast(changes),
-        (F.col("_zone") == F.col("_ctz"))
-        & (F.col("_hour") == F.col("_chour"))
-        & (F.col("_change") > F.col("_candidate"))
-        & (F.col("_change") <= F.col("ts")),
-        "left",
     )
     return (
-        matched.withColumn(
+        located.withColumn(
             "day", F.date_from_unix_date(F.floor(wall_micros / _MICROS_PER_DAY).cast("int")).cast("string")
         )
         .withColumn("local_hour", F.pmod(F.floor(wall_micros / _MICROS_PER_HOUR), F.lit(24)).cast("int"))
-        .withColumn("bucket_start", F.coalesce(F.col("_change"), F.col("_candidate")).cast("long"))
+        .withColumn("bucket_start", _bucket_start(zone, transitions))
         .select(*events.columns, "local_ts", "day", "local_hour", "bucket_start")
     )
+
+
+def _bucket_start(zone: Column, transitions: Sequence[tuple[str, int]]) -> Column:
+    """``_candidate``, or the zone's offset change in ``(_candidate, ts]`` when there is one.
+
+    Such a change lies less than an hour before the event, so only events in the UTC hour of a
+    change or the hour after need looking at (a hash-set test); for them one CASE over the
+    listed changes finds it. Literals, not a join: no extra Spark stage, and the list is tiny."""
+    if not transitions:
+        return F.col("_candidate")
+    hours = sorted({at // _MS_PER_HOUR + k for _, at in transitions for k in (0, 1)})
+    near = F.floor(F.col("ts") / _MS_PER_HOUR).isin(hours)
+    change: Column | None = None
+    for name, at in transitions:
+        inside = (zone == F.lit(name)) & (F.col("_candidate") < F.lit(at)) & (F.col("ts") >= F.lit(at))
+        change = F.when(inside, F.lit(at)) if change is None else change.when(inside, F.lit(at))
+    assert change is not None
+    return F.when(near, F.coalesce(change, F.col("_candidate"))).otherwise(F.col("_candidate")).cast("long")
 
 
 def only_humans(events: DataFrame) -> DataFrame:
@@ -365,7 +363,7 @@ def rollup(
     events: DataFrame,
     site_tz: DataFrame,
     days: Iterable[str | dt.date],
-    transitions: DataFrame,
+    transitions: Sequence[tuple[str, int]],
     gap_minutes: int = 30,
 ) -> dict[str, DataFrame]:
     """The whole rollup of ``days`` (local days, ``YYYY-MM-DD`` strings or dates).

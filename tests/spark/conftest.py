@@ -73,8 +73,8 @@ def make_zones(spark: SparkSession) -> Callable[..., DataFrame]:
     return build
 
 
-# Every zone the Spark tests use, and the years they cover: the transitions table localize
-# needs (on a real run, spark_jobs.rollup.transitions_frame builds it for the days rolled up).
+# Every zone the Spark tests use, and the years they cover: the offset changes localize
+# needs (on a real run, spark_jobs.rollup.zone_changes lists them for the days rolled up).
 TEST_ZONES = frozenset(
     {
         "UTC", "Europe/Berlin", "America/Los_Angeles", "Asia/Kolkata", "Australia/Lord_Howe",
@@ -84,7 +84,6 @@ TEST_ZONES = frozenset(
 
 
 @pytest.fixture(scope="session")
-def changes(spark: SparkSession) -> DataFrame:
-    """The ``(tz, at_ms)`` offset changes of :data:`TEST_ZONES` from 2015 to 2027."""
-    rows = span_transitions(TEST_ZONES, dt.date(2015, 1, 1), dt.date(2027, 12, 31))
-    return spark.createDataFrame(rows, "tz STRING, at_ms BIGINT").cache()
+def changes() -> list[tuple[str, int]]:
+    """The ``(zone, ms)`` offset changes of :data:`TEST_ZONES` from 2015 to 2027."""
+    return span_transitions(TEST_ZONES, dt.date(2015, 1, 1), dt.date(2027, 12, 31))

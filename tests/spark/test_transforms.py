@@ -47,7 +47,7 @@ def at(hours: float = 0, minutes: float = 0) -> int:
     return T0 + int(hours * HOUR + minutes * MINUTE)
 
 
-def human_pageviews(events: DataFrame, zones: DataFrame, changes: DataFrame) -> DataFrame:
+def human_pageviews(events: DataFrame, zones: DataFrame, changes: list[tuple[str, int]]) -> DataFrame:
     """What sessionize and breakdowns take: localized, deduplicated human page views."""
     return only_humans(localize(dedupe(events), zones, changes)).where(F.col("type") == "pageview")
 
