@@ -91,7 +91,18 @@ from bench.harness import PYTHON, BenchError, Server, free_port
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, Utm
-from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, DayDocuments, connect, ensure_indexes, load_day
+from historical.buckets import day_buckets
+from historical.store import (
+    BREAKDOWNS,
+    DAILY,
+    HOURLY,
+    RUNS,
+    DayDocuments,
+    connect,
+    ensure_indexes,
+    hour_document,
+    load_day,
+)
 from realtime.keys import PREFIX, REFPAGE_SEPARATOR, KeyLayout
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
@@ -202,10 +213,12 @@ def day_documents(site: str, day: dt.date, tz: str, vocab: Vocabulary, daily_pv:
     def part(total: int, share: float) -> int:
         return round(total * share * rng.uniform(0.8, 1.2))
 
+    # One document per bucket of the local day (25 or 23 on a clock change), shaped by its local hour.
     hourly = [
-        {"hour": h, "pageviews": part(pv_total, s), "visitors": part(visitors, s * 1.6),
-         "sessions": part(sessions, s), "events": part(pv_total + custom, s), "bot_events": part(bots, 1 / 24)}
-        for h, s in enumerate(HOUR_SHARE)
+        {**hour_document(day.isoformat(), tz, b.start_ms), "pageviews": part(pv_total, s), "visitors":
+         part(visitors, s * 1.6), "sessions": part(sessions, s), "events": part(pv_total + custom, s),
+         "bot_events": part(bots, 1 / 24)}
+        for b in day_buckets(day, ZoneInfo(tz)) for s in [HOUR_SHARE[b.local_start(ZoneInfo(tz)).hour]]
     ]  # fmt: skip
     rows: list[dict[str, object]] = []
 

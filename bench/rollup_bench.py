@@ -51,7 +51,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from spark_jobs.schema import ARROW_SCHEMA, EVENTS_DIR
-from spark_jobs.transforms import DEFAULT_TZ, DIRECT, REFPAGE_SEP
+from spark_jobs.transforms import DEFAULT_TZ, DIRECT, REFPAGE_SEP, UNKNOWN
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "artifacts" / "bench" / "rollup.json"
@@ -375,14 +375,15 @@ def run_spark(
     """The job's extract and transforms (``rollup``), its breakdowns of ``dimensions`` as Arrow."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.rollup import extract
+    from spark_jobs.rollup import extract, zone_changes
     from spark_jobs.transforms import rollup
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     machine, cpu, started = machine_busy_s(), process_cpu_s(jvm) + process_cpu_s(), time.monotonic()
     events = extract(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
-    breakdowns = rollup(events, zones, days)["breakdowns"]
+    changes = zone_changes(set(site_tz.values()), days)
+    breakdowns = rollup(events, zones, days, changes)["breakdowns"]
     result = breakdowns.where(F.col("dimension").isin(*dimensions)).select(*KEYS, "pageviews", "visitors")
     table = result.toArrow()
     wall = time.monotonic() - started
@@ -417,7 +418,7 @@ deduped AS (  -- one row per (site_id, event_id): the copy received first
         ORDER BY received_at ASC NULLS LAST, kafka_partition ASC NULLS LAST, kafka_offset ASC NULLS LAST) = 1
 ),
 zones AS (SELECT site_id, min(tz) AS tz FROM site_tz GROUP BY site_id),
-pageviews AS (  -- human page views on the site's wall clock; no referrer domain is "(direct)"
+pageviews AS (  -- human page views on the site's wall clock, with their referrer label
 {pageviews}
     WHERE NOT coalesce(d.is_bot, FALSE) AND d.type = 'pageview'
 ),
@@ -431,14 +432,20 @@ GROUP BY site_id, day, dimension, value
 """
 
 
+# The referrer label (footfall_capture.events.ref_label): the domain, else "(unknown)" when a
+# referrer was sent, else "(direct)".
+_REF = (
+    "CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain"
+    " WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END"
+)
 _LOCAL_DAY = "CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz({micros})) AS DATE) AS VARCHAR)"
 # The local day of every row: one ICU time zone conversion per row, as Spark does it ...
-PAGEVIEWS_PER_ROW = f"""    SELECT d.*, coalesce(d.ref_domain, $direct) AS ref,
+PAGEVIEWS_PER_ROW = f"""    SELECT d.*, {_REF} AS ref,
            {_LOCAL_DAY.format(micros="d.ts * 1000")} AS day
     FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id"""
 # ... or one per site and UTC minute, joined back: exact, as zone offsets change on whole minutes,
 # and DuckDB's ICU conversion is most of its CPU time otherwise (--duckdb-tz minute).
-PAGEVIEWS_PER_MINUTE = f"""    SELECT d.*, coalesce(d.ref_domain, $direct) AS ref, m.day
+PAGEVIEWS_PER_MINUTE = f"""    SELECT d.*, {_REF} AS ref, m.day
     FROM deduped d JOIN (
         SELECT site_id, minute, {_LOCAL_DAY.format(micros="minute * 60000000")} AS day
         FROM (SELECT DISTINCT site_id, ts // 60000 AS minute FROM deduped) LEFT JOIN zones z USING (site_id)
@@ -478,6 +485,7 @@ def run_duckdb(
             "days": days,
             "default_tz": DEFAULT_TZ,
             "direct": DIRECT,
+            "unknown": UNKNOWN,
         }
         if "refpage" in dimensions:
             params["sep"] = REFPAGE_SEP

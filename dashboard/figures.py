@@ -181,7 +181,7 @@ def metric_series(
     if not points or all(p["value"] is None for p in points):
         return empty_figure(f"No {METRIC_LABELS.get(metric, metric).lower()} for this range")
     fmt = "%Y-%m-%d" if interval == "day" else "%Y-%m-%d %H:%M"
-    x = [dt.datetime.fromisoformat(str(p["t"])).astimezone(tz).strftime(fmt) for p in points]
+    x, labels, ticks = instant_axis([str(p["t"]) for p in points], tz, interval)
     scale = 100.0 if metric == "bounce_rate" else 1.0
     suffix = " %" if metric == "bounce_rate" else (" s" if metric == "visit_duration" else "")
 
@@ -211,13 +211,44 @@ def metric_series(
             line={"color": ACCENT, "width": 2},
             fill="tozeroy" if metric in {"pageviews", "visitors", "sessions"} else None,
             fillcolor="rgba(37, 99, 235, 0.08)",
-            hovertemplate=f"%{{y:,.1f}}{suffix}<extra></extra>",
+            customdata=labels,
+            hovertemplate=f"%{{customdata}}: %{{y:,.1f}}{suffix}<extra></extra>",
         )
     )
     fig.update_layout(**_BASE_LAYOUT, height=300, uirevision=metric)
     fig.update_xaxes(type="category" if interval == "day" and len(points) <= 3 else "date")
+    if ticks:
+        fig.update_xaxes(tickvals=[x[i] for i in ticks], ticktext=[labels[i] for i in ticks])
     fig.update_yaxes(rangemode="tozero")
     return fig
+
+
+def instant_axis(stamps: Sequence[str], tz: ZoneInfo, interval: str) -> tuple[list[str], list[str], list[int]]:
+    """Where a series' points go on a date axis, their labels, and which to tick.
+
+    Plotly's date axes have no time zones, and the site's wall clock repeats an hour when it
+    falls back: plotted by wall clock, the two 02:00 buckets would be one point. So the x of
+    each point is its instant on a clock that keeps the first point's UTC offset throughout
+    (distinct and evenly spaced); its label is the site's wall clock, with the offset when the
+    series crosses a change, and only then are ticks placed by hand (about 12 at most).
+    Returns (x, labels, indices of the points to tick; empty: Plotly's own ticks)."""
+    moments = [dt.datetime.fromisoformat(t).astimezone(tz) for t in stamps]
+    if interval == "day" or not moments:
+        days = [m.strftime("%Y-%m-%d") for m in moments]
+        return days, days, []
+    first = moments[0].utcoffset() or dt.timedelta(0)
+    x = [(m.astimezone(dt.UTC) + first).strftime("%Y-%m-%d %H:%M") for m in moments]
+    if len({m.utcoffset() for m in moments}) == 1:
+        return x, [m.strftime("%Y-%m-%d %H:%M") for m in moments], []
+    labels = [f"{m:%Y-%m-%d %H:%M} ({_offset(m)})" for m in moments]
+    every = max(1, -(-len(moments) // 12))
+    return x, labels, list(range(0, len(moments), every))
+
+
+def _offset(moment: dt.datetime) -> str:
+    """The UTC offset as ``+01:00`` (strftime's ``%z`` has no colon)."""
+    text = moment.strftime("%z")
+    return f"{text[:3]}:{text[3:5]}"
 
 
 def csv_name(site_id: str, dimension: str, start: dt.date, end: dt.date) -> str:

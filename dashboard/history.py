@@ -11,7 +11,6 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from api.query.params import DIMENSIONS, FILTER_DIMENSIONS, MAX_LIMIT, Filter
 from api.query.runtime import get_service
-from api.renderers import CsvRenderer
 from dashboard import figures, messages, tables
 from dashboard.access import SiteChoice, current, problem_for_viewer
 from dashboard.ranges import DayRange, RangeError, resolve, today_in
@@ -256,5 +255,5 @@ def register(app: Dash) -> None:
             if page * MAX_LIMIT >= body["total"]:
                 break
             page += 1
-        text = CsvRenderer().render({"results": rows}).decode()
+        text = tables.csv_text(rows, tables.breakdown_metrics(dimension))
         return dcc.send_string(text, figures.csv_name(site.site_id, dimension, rng.first, rng.last), type="text/csv")

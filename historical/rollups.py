@@ -21,7 +21,7 @@ from pathlib import Path
 from collector.models import Site
 from footfall.config import Config
 from historical.reconcile import reconcile_day
-from historical.store import connect
+from historical.store import connect, has_clock_change, legacy_hour_days
 from realtime.queries import RealtimeQueries
 from realtime.runtime import get_store
 
@@ -107,3 +107,23 @@ def run_rollup(
     finally:
         client.close()
     return result
+
+
+def legacy_change_days(cfg: Config, site_ids: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """Per local day, the sites whose hour documents of that day still have the layout before
+    buckets by instant on a day with a clock change in the site's zone: the days to re-roll
+    (elsewhere an old hour document is exactly one bucket and is read as it is)."""
+    zones = site_zones(site_ids)
+    client, db = connect(cfg.mongo_url, cfg.mongo_db)
+    try:
+        legacy = legacy_hour_days(db)
+    finally:
+        client.close()
+    out: dict[str, list[str]] = {}
+    for site, days in legacy.items():
+        if site not in zones:
+            continue
+        for day in days:
+            if has_clock_change(day, zones[site]):
+                out.setdefault(day, []).append(site)
+    return {day: sorted(sites) for day, sites in sorted(out.items())}

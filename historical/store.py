@@ -7,7 +7,8 @@ collection             ``_id`` (deterministic)                    content
 =====================  =========================================  ==================================
 ``rollup_daily``       ``site|day``                               page views, visitors, sessions,
                                                                   bounce rate, visit duration, events
-``rollup_hourly``      ``site|day|HH``                            per local hour of the day
+``rollup_hourly``      ``site|day|<UTC start>``, e.g.             per hourly bucket of the day
+                       ``site|day|2026-10-25T01:00Z``
 ``rollup_breakdowns``  ``site|day|dimension|sha1(value)``         per dimension value (pages,
                                                                   referrers, referrer→page, UTM, ...)
 ``batch_runs``         ``site|day``                               what was rolled up, from how many
@@ -16,7 +17,16 @@ collection             ``_id`` (deterministic)                    content
 ``reconciliation``     ``site|day``                               realtime vs batch drift of the day
 =====================  =========================================  ==================================
 
-``day`` is the site's local calendar day (``YYYY-MM-DD``). Loading a day *replaces* it:
+``day`` is the site's local calendar day (``YYYY-MM-DD``). Its hourly buckets are instants,
+not wall-clock labels (:mod:`historical.buckets`): a day whose clock falls back has 25 hour
+documents, one that springs forward 23. Each holds ``start_ms``/``end_ms`` (UTC), ``local``
+(the start on the site's clock with its offset, ISO 8601) and ``hour`` (the local hour, a
+label only). Documents of the layout before (``site|day|HH``, no ``start_ms``) are still read
+on days without a clock change, where each is exactly one bucket; days with a change that
+still hold them are re-rolled by ``manage.py rollup --legacy-hours`` (the archive is the
+master dataset; re-rolling a day replaces its documents).
+
+Loading a day *replaces* it:
 every document is written with a deterministic ``_id`` (``ReplaceOne`` upsert), then the
 day's documents not in the new set are deleted, then ``batch_runs`` is written last. The
 same input therefore gives identical documents, a re-run never doubles anything, a run
@@ -26,14 +36,18 @@ killed mid-write is repaired by the next, and other days are never touched. Only
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 import pymongo
 from pymongo import ASCENDING, DESCENDING, DeleteMany, ReplaceOne
 from pymongo.database import Database
+
+from historical.buckets import Bucket, bucket_at, bucket_key, day_buckets
 
 DAILY, HOURLY, BREAKDOWNS, RUNS, RECONCILIATION = (
     "rollup_daily",
@@ -54,8 +68,27 @@ def daily_id(site: str, day: str) -> str:
     return f"{site}|{day}"
 
 
-def hourly_id(site: str, day: str, hour: int) -> str:
-    return f"{site}|{day}|{hour:02d}"
+def hourly_id(site: str, day: str, start_ms: int) -> str:
+    start = dt.datetime.fromtimestamp(start_ms / 1000, dt.UTC)
+    return f"{site}|{day}|{bucket_key(start)}"
+
+
+def hour_document(day: str, tz: str | None, start_ms: int) -> dict[str, object]:
+    """The bucket fields of the hour document of ``day`` starting at ``start_ms`` in ``tz``.
+
+    The end is the next bucket's start; a start that is no bucket of the day by Python's zone
+    data (the JVM's tz database may differ for a recent rule change) ends an hour later or at
+    the day's end, whichever is first, so the document is still written and readable."""
+    zone = ZoneInfo(tz or "UTC")
+    local_day = dt.date.fromisoformat(day)
+    start = dt.datetime.fromtimestamp(start_ms / 1000, dt.UTC)
+    bucket = bucket_at(local_day, zone, start_ms)
+    if bucket is None:
+        day_end = day_buckets(local_day, zone)[-1].end
+        offset = start.astimezone(zone).utcoffset() or dt.timedelta(0)
+        bucket = Bucket(start, min(start + dt.timedelta(hours=1), day_end), offset)
+    local = bucket.local_start(zone)
+    return {"start_ms": start_ms, "end_ms": bucket.end_ms, "local": local.isoformat(), "hour": local.hour}
 
 
 def breakdown_id(site: str, day: str, dimension: str, value: str) -> str:
@@ -66,7 +99,7 @@ def breakdown_id(site: str, day: str, dimension: str, value: str) -> str:
 def ensure_indexes(db: Database) -> None:
     """Indexes for every query path of the API (idempotent)."""
     db[DAILY].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
-    db[HOURLY].create_index([("site_id", ASCENDING), ("day", ASCENDING), ("hour", ASCENDING)])
+    db[HOURLY].create_index([("site_id", ASCENDING), ("day", ASCENDING), ("start_ms", ASCENDING)])
     db[BREAKDOWNS].create_index([("site_id", ASCENDING), ("dimension", ASCENDING), ("day", ASCENDING)])
     db[BREAKDOWNS].create_index(
         [("site_id", ASCENDING), ("dimension", ASCENDING), ("ref", ASCENDING), ("day", ASCENDING)]
@@ -93,7 +126,7 @@ class DayDocuments:
 def _with_ids(day: DayDocuments) -> tuple[dict, list[dict], list[dict]]:
     daily = {"_id": daily_id(day.site_id, day.day), "site_id": day.site_id, "day": day.day, **day.daily}
     hourly = [
-        {"_id": hourly_id(day.site_id, day.day, int(h["hour"])), "site_id": day.site_id, "day": day.day, **h}
+        {"_id": hourly_id(day.site_id, day.day, int(h["start_ms"])), "site_id": day.site_id, "day": day.day, **h}
         for h in day.hourly
     ]
     breakdowns = [
@@ -144,6 +177,20 @@ def watermark(db: Database, site: str) -> str | None:
     """The latest settled day of ``site`` (the query layer reads Redis after it)."""
     doc = db[RUNS].find_one({"site_id": site}, sort=[("day", DESCENDING)])
     return doc["day"] if doc else None
+
+
+def legacy_hour_days(db: Database) -> dict[str, set[str]]:
+    """Per site, the days still holding hour documents of the layout before buckets by instant."""
+    out: dict[str, set[str]] = {}
+    for doc in db[HOURLY].find({"start_ms": {"$exists": False}}, {"site_id": 1, "day": 1}):
+        out.setdefault(doc["site_id"], set()).add(doc["day"])
+    return out
+
+
+def has_clock_change(day: str, tz: str | None) -> bool:
+    """Whether the local ``day`` in ``tz`` holds a change of the zone's offset."""
+    buckets = day_buckets(dt.date.fromisoformat(day), ZoneInfo(tz or "UTC"))
+    return len({b.offset for b in buckets}) > 1
 
 
 def record_reconciliation(db: Database, site: str, day: str, drift: Mapping[str, object]) -> None:

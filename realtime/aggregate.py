@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from footfall_capture.events import Event
+from footfall_capture.events import Event, ref_label
 from realtime.keys import DIMENSIONS, KeyLayout
 
 
@@ -42,7 +42,7 @@ _DIMENSIONS = frozenset(DIMENSIONS)
 
 def dimension_values(event: Event) -> dict[str, str]:
     """The breakdown values of a page view (absent ones are left out, never guessed)."""
-    ref = event.ref_domain or "(direct)"
+    ref = ref_label(event.ref_domain, event.referrer)  # as the batch rollup labels it
     utm, ua = event.utm, event.ua
     values = {
         "page": event.path,

@@ -39,10 +39,11 @@ A reset of the rebuild clears and replays whole hours. When upgrading, stop the 
 workers before starting these: an older worker still counting after the marker is set would
 leave hours without its share.
 
-Dimensions (:data:`DIMENSIONS`): ``page`` (path), ``ref`` (referrer domain, ``(direct)``
-when none), ``refurl`` (full referrer), ``refpage`` (``ref`` + U+001F + path: which
-referrers drive traffic to which pages), ``ref_type``, ``utm_source``, ``utm_medium``,
-``utm_campaign``, ``browser``, ``os``, ``device``, ``country``.
+Dimensions (:data:`DIMENSIONS`): ``page`` (path), ``ref`` (referrer label: the domain or app
+package id, ``(unknown)`` for a referrer naming neither, ``(direct)`` when none), ``refurl``
+(full referrer), ``refpage`` (``ref`` + U+001F + path: which referrers drive traffic to which
+pages), ``ref_type``, ``utm_source``, ``utm_medium``, ``utm_campaign``, ``browser``, ``os``,
+``device``, ``country``.
 
 Values inside keys come from validated events only (never from query input): the query
 layer checks dimension names against :data:`DIMENSIONS` and never builds key patterns.

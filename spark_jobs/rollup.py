@@ -28,7 +28,8 @@ from collections.abc import Iterable, Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from historical.store import DayDocuments, connect, ensure_indexes, load_day
+from historical.buckets import span_transitions
+from historical.store import DayDocuments, connect, ensure_indexes, hour_document, load_day
 from spark_jobs.schema import EVENTS_DIR, SPARK_DDL
 from spark_jobs.transforms import localize, rollup
 
@@ -60,6 +61,13 @@ def extract(spark: SparkSession, archive_url: str, sites: Sequence[str], days: S
     return events.where(F.col("date").isin(list(utc_dates_for(days))) & F.col("site_id").isin(list(sites)))
 
 
+def zone_changes(zones: Iterable[str | None], days: Sequence[str]) -> list[tuple[str, int]]:
+    """The ``(zone, ms)`` offset changes :func:`spark_jobs.transforms.localize` needs: every
+    change of ``zones`` around ``days`` and the evening before them, computed with zoneinfo."""
+    first, last = dt.date.fromisoformat(min(days)), dt.date.fromisoformat(max(days))
+    return span_transitions(frozenset(z or "UTC" for z in zones), first - dt.timedelta(days=2), last)
+
+
 def _round(row: dict[str, object]) -> dict[str, object]:
     return {k: round(v, DOUBLE_DIGITS) if isinstance(v, float) else v for k, v in row.items()}
 
@@ -81,14 +89,16 @@ def transform_and_load(
 ) -> list[tuple[str, str, int]]:
     """Roll up ``days`` for every site of ``site_tz``; return (site, day, events read) per day loaded."""
     tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
-    result = rollup(events, tz_df, list(days))
+    changes = zone_changes(set(site_tz.values()), days)
+    result = rollup(events, tz_df, list(days), changes)
     # Rows read per local day before dedup: the run record says what the figures came from.
-    counted = localize(events, tz_df).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
+    counted = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
     read = {(r["site_id"], r["day"]): r["count"] for r in counted.collect()}
     daily = {(s, d): row for s, d, row in _rows(result["daily"])}
     hourly: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for s, d, row in _rows(result["hourly"]):
-        hourly[(s, d)].append({"hour": row.pop("local_hour"), **row})
+        start_ms = int(row.pop("bucket_start"))  # type: ignore[call-overload]
+        hourly[(s, d)].append({**hour_document(d, site_tz[s], start_ms), **row})
     breakdowns: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for s, d, row in _rows(result["breakdowns"]):
         breakdowns[(s, d)].append(row)

@@ -14,8 +14,10 @@ Pipeline (:func:`rollup` wires it)::
 * :func:`dedupe` makes counts exactly-once: the archive is at-least-once, so one
   ``event_id`` may sit in several files.
 * :func:`localize` turns the event time (``ts``, int64 ms UTC) into the site's wall clock:
-  every ``day`` and ``local_hour`` below is the site's own, so "Monday" means the site's
-  Monday. A site without a time zone row is rolled up in UTC.
+  every ``day`` below is the site's own, so "Monday" means the site's Monday. Hours are
+  buckets named by their UTC start (``bucket_start``), not wall-clock labels, so the hour a
+  clock change repeats is two buckets and one it skips is none
+  (:mod:`historical.buckets`). A site without a time zone row is rolled up in UTC.
 * Buckets come from the event time, never the arrival time: a late event lands on the day
   it happened, and re-rolling that day picks it up.
 
@@ -40,18 +42,20 @@ What the metrics mean (``day`` is always a local day; bots never count as humans
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from footfall_capture.events import BUILTIN_TYPES
+from footfall_capture.events import BUILTIN_TYPES, REF_DIRECT, REF_UNKNOWN
 
-DIRECT = "(direct)"  # the referrer domain of page views that came with none
+DIRECT = REF_DIRECT  # the referrer label of page views that came with none
+UNKNOWN = REF_UNKNOWN  # ... and of those whose referrer names no host or app
 REFPAGE_SEP = "\u001f"  # ASCII unit separator: cannot occur in a domain or a canonical (percent-encoded) path
 DEFAULT_TZ = "UTC"
 
 _MICROS_PER_HOUR = 3_600_000_000
+_MS_PER_HOUR = 3_600_000
 _MICROS_PER_DAY = 24 * _MICROS_PER_HOUR
 
 
@@ -64,8 +68,11 @@ def _human() -> Column:
     return ~_is_bot()
 
 
-def _ref() -> Column:
-    return F.coalesce(F.col("ref_domain"), F.lit(DIRECT))
+def _ref(domain: str = "ref_domain", referrer: str = "referrer") -> Column:
+    """The referrer label, as :func:`footfall_capture.events.ref_label` gives it."""
+    sent = F.length(F.trim(F.col(referrer))) > 0
+    named = F.col(domain).isNotNull() & (F.col(domain) != "")
+    return F.when(named, F.col(domain)).when(sent, F.lit(UNKNOWN)).otherwise(F.lit(DIRECT))
 
 
 def dedupe(events: DataFrame) -> DataFrame:
@@ -82,31 +89,66 @@ def dedupe(events: DataFrame) -> DataFrame:
     return events.withColumn("_rank", F.row_number().over(first)).where(F.col("_rank") == 1).drop("_rank")
 
 
-def localize(events: DataFrame, site_tz: DataFrame) -> DataFrame:
-    """The events with their time on the site's wall clock.
+def localize(events: DataFrame, site_tz: DataFrame, transitions: Sequence[tuple[str, int]]) -> DataFrame:
+    """The events with their time on the site's wall clock and their hourly bucket.
 
     ``site_tz`` has columns ``site_id``, ``tz`` (an IANA zone name); sites without a row, or
     with a null ``tz``, use UTC. An unknown zone name fails the job (Spark raises
-    ``INVALID_TIMEZONE``) rather than rolling a site up on the wrong days.
+    ``INVALID_TIMEZONE``) rather than rolling a site up on the wrong days. ``transitions``:
+    ``(zone, ms)`` of the instants at which the zones' offsets change, at least those within
+    the events' time span (:func:`historical.buckets.span_transitions`; a few per zone).
 
     Output: the input's columns plus ``local_ts`` (TIMESTAMP: the local wall-clock time,
-    as ``from_utc_timestamp`` gives it), ``day`` (STRING ``YYYY-MM-DD``, local) and
-    ``local_hour`` (INT 0 to 23, local).
+    as ``from_utc_timestamp`` gives it), ``day`` (STRING ``YYYY-MM-DD``, local),
+    ``local_hour`` (INT 0 to 23, local wall-clock hour: a label, repeated when the clock
+    falls back) and ``bucket_start`` (BIGINT ms UTC: the start of the event's hourly bucket,
+    as :func:`historical.buckets.day_buckets` defines them: the last instant at or before the
+    event at which the wall clock read ``HH:00`` or the zone's offset changed).
     """
     # One zone per site whatever the table holds: a duplicated row must not duplicate events.
     zones = site_tz.groupBy("site_id").agg(F.min("tz").alias("_tz"))
-    local_ts = F.from_utc_timestamp(F.timestamp_millis(F.col("ts")), F.coalesce(F.col("_tz"), F.lit(DEFAULT_TZ)))
+    zone = F.coalesce(F.col("_tz"), F.lit(DEFAULT_TZ))
+    local_ts = F.from_utc_timestamp(F.timestamp_millis(F.col("ts")), zone)
     # from_utc_timestamp shifts the instant so that it *renders in UTC* as the local wall
     # clock; hour() or date_format() would render it in spark.sql.session.timeZone and be
     # wrong on any session not set to UTC. The raw micros are the wall clock in every session.
     wall_micros = F.unix_micros(F.col("local_ts"))
-    return (
+    offset_ms = F.floor(wall_micros / 1000) - F.col("ts")
+    # The wall clock's last HH:00 taken back to UTC with the event's own offset: the bucket's
+    # start unless the offset changed since then (then the change starts the bucket).
+    wall_hour_ms = F.floor(wall_micros / _MICROS_PER_HOUR) * _MS_PER_HOUR
+    candidate = (wall_hour_ms - offset_ms).cast("long")
+    located = (
         events.join(F.broadcast(zones), "site_id", "left")
         .withColumn("local_ts", local_ts)
-        .withColumn("day", F.date_from_unix_date(F.floor(wall_micros / _MICROS_PER_DAY).cast("int")).cast("string"))
-        .withColumn("local_hour", F.pmod(F.floor(wall_micros / _MICROS_PER_HOUR), F.lit(24)).cast("int"))
-        .select(*events.columns, "local_ts", "day", "local_hour")
+        .withColumn("_candidate", candidate)
     )
+    return (
+        located.withColumn(
+            "day", F.date_from_unix_date(F.floor(wall_micros / _MICROS_PER_DAY).cast("int")).cast("string")
+        )
+        .withColumn("local_hour", F.pmod(F.floor(wall_micros / _MICROS_PER_HOUR), F.lit(24)).cast("int"))
+        .withColumn("bucket_start", _bucket_start(zone, transitions))
+        .select(*events.columns, "local_ts", "day", "local_hour", "bucket_start")
+    )
+
+
+def _bucket_start(zone: Column, transitions: Sequence[tuple[str, int]]) -> Column:
+    """``_candidate``, or the zone's offset change in ``(_candidate, ts]`` when there is one.
+
+    Such a change lies less than an hour before the event, so only events in the UTC hour of a
+    change or the hour after need looking at (a hash-set test); for them one CASE over the
+    listed changes finds it. Literals, not a join: no extra Spark stage, and the list is tiny."""
+    if not transitions:
+        return F.col("_candidate")
+    hours = sorted({at // _MS_PER_HOUR + k for _, at in transitions for k in (0, 1)})
+    near = F.floor(F.col("ts") / _MS_PER_HOUR).isin(hours)
+    change: Column | None = None
+    for name, at in transitions:
+        inside = (zone == F.lit(name)) & (F.col("_candidate") < F.lit(at)) & (F.col("ts") >= F.lit(at))
+        change = F.when(inside, F.lit(at)) if change is None else change.when(inside, F.lit(at))
+    assert change is not None
+    return F.when(near, F.coalesce(change, F.col("_candidate"))).otherwise(F.col("_candidate")).cast("long")
 
 
 def only_humans(events: DataFrame) -> DataFrame:
@@ -128,10 +170,10 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
 
     Output: ``site_id``, ``visitor_id``, ``session_id`` (``site_id|visitor_id|first
     event_id``, visitor empty when null), ``start_ts``, ``end_ts`` (BIGINT ms), ``day`` and
-    ``local_hour`` (of the start), ``pageviews`` (INT), ``duration_s`` (DOUBLE),
+    ``bucket_start`` (of the start), ``pageviews`` (INT), ``duration_s`` (DOUBLE),
     ``is_bounce`` (one page view), and of the first page view: ``entry_page`` (path),
-    ``entry_ref_domain`` (``(direct)`` when null), ``entry_ref_type``, ``entry_utm_source``,
-    ``entry_utm_medium``, ``entry_utm_campaign``.
+    ``entry_ref_domain`` (the referrer label: ``(direct)``, ``(unknown)`` or the domain),
+    ``entry_ref_type``, ``entry_utm_source``, ``entry_utm_medium``, ``entry_utm_campaign``.
     """
     # Null visitor ids would otherwise share one partition; their own event_id splits them.
     alone = F.when(F.col("visitor_id").isNull(), F.col("event_id"))
@@ -142,7 +184,7 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
     number = F.sum("_start").over(in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow))
     # min over a struct led by (ts, event_id) picks the first page view's fields deterministically
     # (min_by would pick arbitrarily between equal ts).
-    first_fields = ["ts", "event_id", "day", "local_hour", "path", "ref_domain", "ref_type"]
+    first_fields = ["ts", "event_id", "day", "bucket_start", "path", "ref_domain", "referrer", "ref_type"]
     first_fields += ["utm_source", "utm_medium", "utm_campaign"]
     sessions = (
         pageviews.withColumn("_alone", alone)
@@ -162,12 +204,12 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
         F.col("first.ts").alias("start_ts"),
         "end_ts",
         "first.day",
-        "first.local_hour",
+        "first.bucket_start",
         "pageviews",
         ((F.col("end_ts") - F.col("first.ts")) / 1000.0).alias("duration_s"),
         (F.col("pageviews") == 1).alias("is_bounce"),
         F.col("first.path").alias("entry_page"),
-        F.coalesce("first.ref_domain", F.lit(DIRECT)).alias("entry_ref_domain"),
+        _ref("first.ref_domain", "first.referrer").alias("entry_ref_domain"),
         F.col("first.ref_type").alias("entry_ref_type"),
         F.col("first.utm_source").alias("entry_utm_source"),
         F.col("first.utm_medium").alias("entry_utm_medium"),
@@ -231,13 +273,15 @@ def daily_totals(events: DataFrame, sessions: DataFrame) -> DataFrame:
 
 
 def hourly_totals(events: DataFrame, sessions: DataFrame) -> DataFrame:
-    """Site totals per local hour; inputs as for :func:`daily_totals`.
+    """Site totals per hourly bucket of the local day; inputs as for :func:`daily_totals`.
 
-    Output per ``(site_id, day, local_hour)``: ``pageviews``, ``visitors`` (distinct within
-    the hour), ``sessions`` (started in the hour), ``events``, ``bot_events`` (LONG).
+    Output per ``(site_id, day, bucket_start)`` (the bucket's UTC start in ms, so a repeated
+    local hour is two rows): ``pageviews``, ``visitors`` (distinct within the bucket),
+    ``sessions`` (started in it), ``events``, ``bot_events`` (LONG).
     """
-    totals = _totals(events, sessions, ["site_id", "day", "local_hour"])
-    return totals.select("site_id", "day", "local_hour", "pageviews", "visitors", "sessions", "events", "bot_events")
+    keys = ["site_id", "day", "bucket_start"]
+    totals = _totals(events, sessions, keys)
+    return totals.select(*keys, "pageviews", "visitors", "sessions", "events", "bot_events")
 
 
 def _dimensions() -> list[tuple[str, Column]]:
@@ -262,9 +306,10 @@ def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
     """Top-N material: page views per local day split by one dimension at a time, long format.
 
     ``pageviews``: localized, deduplicated human page views; ``sessions``: from
-    :func:`sessionize`. Dimensions from page views: ``page``, ``ref`` (``(direct)`` when
-    null), ``refurl``, ``refpage`` (``ref + "\\u001f" + path``: which referrer sends traffic
-    to which page), ``ref_type``, ``utm_source``, ``utm_medium``, ``utm_campaign``,
+    :func:`sessionize`. Dimensions from page views: ``page``, ``ref`` (the referrer label:
+    ``(direct)`` without a referrer, ``(unknown)`` for one naming no host or app), ``refurl``,
+    ``refpage`` (``ref + "\\u001f" + path``: which referrer sends traffic to which page),
+    ``ref_type``, ``utm_source``, ``utm_medium``, ``utm_campaign``,
     ``browser``, ``os``, ``device``, ``country``; from sessions: ``entry_page``. A null value
     is left out (only ``ref`` is never null).
 
@@ -278,7 +323,7 @@ def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
     pairs = F.array(*[F.struct(F.lit(name).alias("dimension"), value.alias("value")) for name, value in _dimensions()])
     is_refpage = F.col("dimension") == "refpage"
     per_page = (
-        pageviews.select("site_id", "day", "visitor_id", "ref_domain", "path", F.explode(pairs).alias("d"))
+        pageviews.select("site_id", "day", "visitor_id", "ref_domain", "referrer", "path", F.explode(pairs).alias("d"))
         .select(
             "site_id",
             "day",
@@ -315,7 +360,11 @@ def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
 
 
 def rollup(
-    events: DataFrame, site_tz: DataFrame, days: Iterable[str | dt.date], gap_minutes: int = 30
+    events: DataFrame,
+    site_tz: DataFrame,
+    days: Iterable[str | dt.date],
+    transitions: Sequence[tuple[str, int]],
+    gap_minutes: int = 30,
 ) -> dict[str, DataFrame]:
     """The whole rollup of ``days`` (local days, ``YYYY-MM-DD`` strings or dates).
 
@@ -323,14 +372,14 @@ def rollup(
     UTC dates from the day before the first to the day after the last, so that UTC+14 and
     UTC-12 sites are complete and sessions that began the evening before are seen whole.
     Sessions are built over all of ``events`` and then kept by start day; everything else
-    is restricted to ``days``.
+    is restricted to ``days``. ``transitions``: as for :func:`localize`.
 
     Returns ``{"daily", "hourly", "breakdowns", "sessions"}`` as produced by
     :func:`daily_totals`, :func:`hourly_totals`, :func:`breakdowns` and :func:`sessionize`.
     Each output re-derives the deduplicated events; the caller may persist ``events``.
     """
     wanted = sorted({d.isoformat() if isinstance(d, dt.date) else d for d in days})
-    local = localize(dedupe(events), site_tz)
+    local = localize(dedupe(events), site_tz, transitions)
     human_pageviews = only_humans(local).where(F.col("type") == "pageview")
     sessions = sessionize(human_pageviews, gap_minutes).where(F.col("day").isin(wanted))
     in_days = local.where(F.col("day").isin(wanted))

@@ -8,12 +8,15 @@ equality on a fixed field — never as a field name or an operator.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
 
-from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS
+from historical.buckets import ms
+from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, has_clock_change
 
 Totals = dict[str, float]
 
@@ -76,11 +79,38 @@ def daily(db: Database, site: str, days: Iterable[str]) -> dict[str, dict]:
     return {d["day"]: d for d in db[DAILY].find({"site_id": site, "day": {"$in": days}})}
 
 
-def hourly(db: Database, site: str, days: Iterable[str]) -> dict[tuple[str, int], dict]:
+@dataclass(frozen=True, slots=True)
+class HourDocs:
+    """The hour documents of some settled days, by (day, bucket start ms); ``stale``: days
+    whose documents are of the old ``site|day|HH`` layout on a day with a clock change,
+    where an hour label is not one bucket (such a day is re-rolled, never guessed)."""
+
+    docs: Mapping[tuple[str, int], dict]
+    stale: frozenset[str] = frozenset()
+
+    def __len__(self) -> int:  # the settled cache bounds its memory by items
+        return len(self.docs)
+
+
+def hourly(db: Database, site: str, tz: str, days: Iterable[str]) -> HourDocs:
+    """The hour documents of ``site`` on ``days``, keyed by bucket start. Old-layout documents
+    (no ``start_ms``) are placed by their local hour on days without a clock change, where that
+    is exact; on a day with one they are left out and the day is named in ``stale``."""
     days = sorted(set(days))
     if not days:
-        return {}
-    return {(d["day"], int(d["hour"])): d for d in db[HOURLY].find({"site_id": site, "day": {"$in": days}})}
+        return HourDocs({})
+    zone = ZoneInfo(tz)
+    docs: dict[tuple[str, int], dict] = {}
+    stale: set[str] = set()
+    for d in db[HOURLY].find({"site_id": site, "day": {"$in": days}}):
+        if "start_ms" in d:
+            docs[(d["day"], int(d["start_ms"]))] = d
+        elif has_clock_change(d["day"], tz):
+            stale.add(d["day"])
+        else:
+            local = dt.datetime.combine(dt.date.fromisoformat(d["day"]), dt.time(int(d["hour"])), zone)
+            docs[(d["day"], ms(local))] = d
+    return HourDocs(docs, frozenset(stale))
 
 
 def filtered_daily(db: Database, site: str, dim: str, value: str, days: Iterable[str]) -> dict[str, dict]:

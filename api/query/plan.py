@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from typing import Literal
 from zoneinfo import ZoneInfo
 
+from historical.buckets import day_buckets, local_midnight
+from historical.buckets import ms as ms  # re-exported: the query layer's instants are ms
+
 Source = Literal["batch", "realtime", "missing"]
 INTERVALS = ("minute", "hour", "day")
 
@@ -32,23 +35,14 @@ INTERVALS = ("minute", "hour", "day")
 class Piece:
     """A half-open part ``[start, end)`` of a range and the layer that answers it.
 
-    For ``batch`` pieces ``day`` is the site-local day and ``hour`` the site-local hour
-    (``None`` for a whole day)."""
+    For ``batch`` pieces ``day`` is the site-local day and ``bucket`` the UTC start (ms) of
+    the day's hourly bucket (:mod:`historical.buckets`; ``None`` for a whole day)."""
 
     start: dt.datetime
     end: dt.datetime
     source: Source
     day: str | None = None
-    hour: int | None = None
-
-
-def ms(moment: dt.datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
-def local_midnight(day: dt.date, tz: ZoneInfo) -> dt.datetime:
-    """The first instant of ``day`` in ``tz`` (DST-safe: midnight may not exist, 00:00 folds)."""
-    return dt.datetime.combine(day, dt.time(), tz).astimezone(dt.UTC).astimezone(tz)
+    bucket: int | None = None
 
 
 def floor(moment: dt.datetime, interval: str, tz: ZoneInfo) -> dt.datetime:
@@ -57,7 +51,8 @@ def floor(moment: dt.datetime, interval: str, tz: ZoneInfo) -> dt.datetime:
     if interval == "day":
         return local_midnight(local.date(), tz)
     if interval == "hour":
-        return local.replace(minute=0, second=0, microsecond=0)
+        utc = _utc(moment)
+        return next(b.start for b in day_buckets(local.date(), tz) if b.start <= utc < b.end).astimezone(tz)
     return local.replace(second=0, microsecond=0)
 
 
@@ -65,14 +60,20 @@ def step(moment: dt.datetime, interval: str, tz: ZoneInfo) -> dt.datetime:
     """The start of the bucket after the one starting at ``moment``."""
     if interval == "day":
         return local_midnight(moment.astimezone(tz).date() + dt.timedelta(days=1), tz)
-    delta = dt.timedelta(hours=1) if interval == "hour" else dt.timedelta(minutes=1)
-    # Absolute time arithmetic: a local hour that repeats at a DST change is two buckets.
-    return (moment.astimezone(dt.UTC) + delta).astimezone(tz)
+    if interval == "hour":
+        utc = _utc(moment)
+        return next(b.end for b in day_buckets(site_day(moment, tz), tz) if b.start <= utc < b.end).astimezone(tz)
+    # Absolute time arithmetic: a minute's length never depends on the wall clock.
+    return (_utc(moment) + dt.timedelta(minutes=1)).astimezone(tz)
 
 
 def buckets(start: dt.datetime, end: dt.datetime, interval: str, tz: ZoneInfo) -> list[tuple[dt.datetime, dt.datetime]]:
     """``[start, end)`` cut into whole ``interval`` buckets in ``tz`` (``start`` floored, ``end``
-    rounded up to a bucket boundary)."""
+    rounded up to a bucket boundary), each bound in ``tz`` (so its ISO form has its offset).
+
+    Hours are the buckets of :func:`historical.buckets.day_buckets`: a local day whose clock
+    falls back has 25, one that springs forward 23, and a 30-minute change gives a 30-minute
+    bucket."""
     out = []
     cursor = floor(start, interval, tz)
     end = _utc(end)
@@ -97,19 +98,17 @@ def classify_bucket(
     """The source of one time-series bucket.
 
     A bucket comes from the batch layer when it is exactly a settled site-local day, or
-    exactly one hour (an hour document) of a settled day; otherwise from Redis if it lies
-    inside the retention window, else it is missing."""
+    exactly one hourly bucket (an hour document) of a settled day, the repeated hour of a
+    clock change included; otherwise from Redis if it lies inside the retention window, else
+    it is missing. Every bucket has one source, so no bucket is counted twice."""
     day = site_day(start, site_tz)
     if day.isoformat() in settled:
         day_start = _utc(local_midnight(day, site_tz))
         if _utc(start) == day_start and _utc(end) == _utc(local_midnight(day + dt.timedelta(days=1), site_tz)):
             return Piece(start, end, "batch", day.isoformat())
-        local = start.astimezone(site_tz)
-        # The repeated hour of a DST fall-back (fold=1) shares its hour document with the
-        # first: the first gets it, the second is left to Redis or reported missing.
-        hour_long = _utc(end) - _utc(start) == dt.timedelta(hours=1)
-        if hour_long and local.minute == 0 and local.second == 0 and not local.fold:
-            return Piece(start, end, "batch", day.isoformat(), local.hour)
+        for bucket in day_buckets(day, site_tz):
+            if bucket.start == _utc(start) and bucket.end == _utc(end):
+                return Piece(start, end, "batch", day.isoformat(), bucket.start_ms)
     if _utc(start) >= _utc(realtime_from):
         return Piece(start, end, "realtime")
     return Piece(start, end, "missing")

@@ -135,10 +135,10 @@ class QueryService:
         # no daily documents (on a Mongo-wire server without secondary indexes every read is a
         # pass over the collection).
         batch = [p for p in pieces if p.source == "batch" and p.day]
-        whole_days = {p.day for p in batch if p.hour is None}
-        hours = any(p.hour is not None for p in batch)
+        whole_days = {p.day for p in batch if p.bucket is None}
+        hours = any(p.bucket is not None for p in batch)
         hour_days = (
-            {p.day for p in batch if p.hour is not None} if filter_ is None and metric in HOURLY_METRICS else set()
+            {p.day for p in batch if p.bucket is not None} if filter_ is None and metric in HOURLY_METRICS else set()
         )
         sid = site.site_id
         if filter_ is not None:
@@ -152,16 +152,21 @@ class QueryService:
         else:
             docs = self._daily(site, settled, whole_days)
         hour_docs = self._settled_read(
-            settled, ("hourly", sid), hour_days, lambda: history.hourly(self.db, sid, hour_days)
+            settled, ("hourly", sid, site.tz), hour_days, lambda: history.hourly(self.db, sid, site.tz, hour_days)
         )
         for i, p in enumerate(pieces):
             if p.source != "batch" or p.day is None:
                 continue
-            if p.hour is None:
+            if p.bucket is None:
                 values[i] = _batch_value(metric, docs.get(p.day), filtered=filter_ is not None)
-            elif hour_days:
-                doc = hour_docs.get((p.day, p.hour))
+            elif hour_days and p.day not in hour_docs.stale:
+                doc = hour_docs.docs.get((p.day, p.bucket))
                 values[i] = int(doc.get(metric) or 0) if doc else 0
+        if hour_docs.stale & hour_days:
+            notes.append(
+                "null on days with a clock change rolled up before hours were buckets by instant: "
+                "re-roll them (manage.py rollup --legacy-hours)"
+            )
         if filter_ is not None and hours:
             notes.append("settled hours cannot be filtered: filtered series are per day in the batch layer")
         if filter_ is not None and metric not in {"pageviews", "visitors"}:

@@ -44,7 +44,7 @@ from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool, _read_frames
 from historical.archive import Archive
 from historical.rollups import REPO, run_rollup
-from historical.store import RUNS, DayDocuments, connect, documents, load_day
+from historical.store import RUNS, DayDocuments, connect, documents, hour_document, load_day
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
@@ -88,7 +88,9 @@ def seed_day(cfg: Config, site: str) -> tuple[str, dict]:
              "visit_duration_s": 30.0, "events": 12, "bot_events": 0, "custom_events": 0}  # fmt: skip
     run = {"status": "complete", "events_read": 12, "tz": "UTC"}
     _, db = connect(cfg.mongo_url, cfg.mongo_db)
-    load_day(db, DayDocuments(site, day, daily, [{"hour": 9, "pageviews": 12}], breakdowns, run))
+    nine = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(9), dt.UTC)
+    hour = {**hour_document(day, "UTC", int(nine.timestamp() * 1000)), "pageviews": 12}
+    load_day(db, DayDocuments(site, day, daily, [hour], breakdowns, run))
     return day, documents(db, site, [day])
 
 

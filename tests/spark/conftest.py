@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from historical.buckets import span_transitions
 from spark_jobs.schema import SPARK_DDL
 
 DAY = "2025-11-24"
@@ -70,3 +71,19 @@ def make_zones(spark: SparkSession) -> Callable[..., DataFrame]:
         return spark.createDataFrame(list(zones.items()), "site_id STRING, tz STRING")
 
     return build
+
+
+# Every zone the Spark tests use, and the years they cover: the offset changes localize
+# needs (on a real run, spark_jobs.rollup.zone_changes lists them for the days rolled up).
+TEST_ZONES = frozenset(
+    {
+        "UTC", "Europe/Berlin", "America/Los_Angeles", "Asia/Kolkata", "Australia/Lord_Howe",
+        "Australia/Sydney", "America/Caracas", "America/New_York",
+    }
+)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def changes() -> list[tuple[str, int]]:
+    """The ``(zone, ms)`` offset changes of :data:`TEST_ZONES` from 2015 to 2027."""
+    return span_transitions(TEST_ZONES, dt.date(2015, 1, 1), dt.date(2027, 12, 31))

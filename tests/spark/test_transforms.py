@@ -24,7 +24,7 @@ from tests.spark.conftest import DAY, HOUR, MINUTE, T0
 NEXT_DAY = "2025-11-25"
 SESSION_DDL = (
     "site_id STRING, visitor_id STRING, session_id STRING, start_ts BIGINT, end_ts BIGINT, day STRING, "
-    "local_hour INT, pageviews INT, duration_s DOUBLE, is_bounce BOOLEAN, entry_page STRING, "
+    "bucket_start BIGINT, pageviews INT, duration_s DOUBLE, is_bounce BOOLEAN, entry_page STRING, "
     "entry_ref_domain STRING, entry_ref_type STRING, entry_utm_source STRING, entry_utm_medium STRING, "
     "entry_utm_campaign STRING"
 )
@@ -33,7 +33,7 @@ DAILY_DDL = (
     "bounce_rate DOUBLE, visit_duration_s DOUBLE, events BIGINT, bot_events BIGINT, custom_events BIGINT"
 )
 HOURLY_DDL = (
-    "site_id STRING, day STRING, local_hour INT, pageviews BIGINT, visitors BIGINT, sessions BIGINT, "
+    "site_id STRING, day STRING, bucket_start BIGINT, pageviews BIGINT, visitors BIGINT, sessions BIGINT, "
     "events BIGINT, bot_events BIGINT"
 )
 BREAKDOWN_DDL = (
@@ -47,9 +47,9 @@ def at(hours: float = 0, minutes: float = 0) -> int:
     return T0 + int(hours * HOUR + minutes * MINUTE)
 
 
-def human_pageviews(events: DataFrame, zones: DataFrame) -> DataFrame:
+def human_pageviews(events: DataFrame, zones: DataFrame, changes: list[tuple[str, int]]) -> DataFrame:
     """What sessionize and breakdowns take: localized, deduplicated human page views."""
-    return only_humans(localize(dedupe(events), zones)).where(F.col("type") == "pageview")
+    return only_humans(localize(dedupe(events), zones, changes)).where(F.col("type") == "pageview")
 
 
 def session(
@@ -64,7 +64,7 @@ def session(
     source: str | None = None,
 ) -> tuple:
     """An expected session row of site "s" in UTC on DAY (no utm_medium or utm_campaign)."""
-    hour = dt.datetime.fromtimestamp(start / 1000, dt.UTC).hour
+    hour = start - start % HOUR  # the UTC hour's start: in UTC every bucket is one
     duration = (end - start) / 1000
     sid = f"s|{visitor or ''}|{first}"
     entry = (page, ref_domain, ref_type, source, None, None)
@@ -108,47 +108,47 @@ def test_dedupe_breaks_ties_by_partition_then_offset(make_events):
 # --- localize -------------------------------------------------------------------------------------
 
 
-def test_same_instant_is_a_different_day_per_time_zone(make_events, make_zones):
+def test_same_instant_is_a_different_day_per_time_zone(make_events, make_zones, changes):
     """23:30 UTC is the next day in Berlin, the afternoon in Los Angeles, and stays UTC without a tz row."""
     events = make_events(*({"event_id": "e1", "site_id": site, "ts": at(23, 30)} for site in ("berlin", "la", "none")))
     zones = make_zones({"berlin": "Europe/Berlin", "la": "America/Los_Angeles"})
     assertDataFrameEqual(
-        localize(events, zones).select("site_id", "day", "local_hour"),
+        localize(events, zones, changes).select("site_id", "day", "local_hour"),
         events.sparkSession.createDataFrame(
             [("berlin", NEXT_DAY, 0), ("la", DAY, 15), ("none", DAY, 23)], "site_id STRING, day STRING, local_hour INT"
         ),
     )
 
 
-def test_localize_keeps_input_columns(make_events, make_zones):
-    """localize adds local_ts, day and local_hour after every input column."""
+def test_localize_keeps_input_columns(make_events, make_zones, changes):
+    """localize adds local_ts, day, local_hour and bucket_start after every input column."""
     events = make_events({"event_id": "e1", "ts": at(1)})
-    got = localize(events, make_zones({"s": "Europe/Berlin"}))
-    assert got.columns == [*events.columns, "local_ts", "day", "local_hour"]
+    got = localize(events, make_zones({"s": "Europe/Berlin"}), changes)
+    assert got.columns == [*events.columns, "local_ts", "day", "local_hour", "bucket_start"]
     assert got.schema["local_ts"].dataType.simpleString() == "timestamp"
 
 
-def test_localize_follows_daylight_saving(make_events, make_zones):
+def test_localize_follows_daylight_saving(make_events, make_zones, changes):
     """Berlin moves from UTC+1 to UTC+2 at 01:00 UTC on 2025-03-30: local hour 2 never happens."""
     spring = int(dt.datetime(2025, 3, 30, tzinfo=dt.UTC).timestamp() * 1000)
     events = make_events(
         {"event_id": "before", "ts": spring + 30 * MINUTE}, {"event_id": "after", "ts": spring + 90 * MINUTE}
     )
     assertDataFrameEqual(
-        localize(events, make_zones({"s": "Europe/Berlin"})).select("event_id", "day", "local_hour"),
+        localize(events, make_zones({"s": "Europe/Berlin"}), changes).select("event_id", "day", "local_hour"),
         events.sparkSession.createDataFrame(
             [("before", "2025-03-30", 1), ("after", "2025-03-30", 3)], "event_id STRING, day STRING, local_hour INT"
         ),
     )
 
 
-def test_localize_does_not_depend_on_the_session_time_zone(spark: SparkSession, make_events, make_zones):
+def test_localize_does_not_depend_on_the_session_time_zone(spark: SparkSession, make_events, make_zones, changes):
     """day and local_hour are the same whatever spark.sql.session.timeZone the caller's session has."""
     events = make_events({"event_id": "e1", "site_id": "la", "ts": at(23, 30)})
     expected = spark.createDataFrame([(DAY, 15)], "day STRING, local_hour INT")
     spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
     try:
-        got = localize(events, make_zones({"la": "America/Los_Angeles"})).select("day", "local_hour")
+        got = localize(events, make_zones({"la": "America/Los_Angeles"}), changes).select("day", "local_hour")
         assertDataFrameEqual(got, expected)
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
@@ -168,7 +168,7 @@ def test_is_bot_null_counts_as_human(make_events):
     assert [r.event_id for r in only_bots(events).collect()] == ["b"]
 
 
-def test_bots_are_excluded_from_human_metrics_but_counted(make_events, make_zones):
+def test_bots_are_excluded_from_human_metrics_but_counted(make_events, make_zones, changes):
     """Bot events count only in bot_events; a day with bot traffic alone still has a row of zeros."""
     events = make_events(
         {"event_id": "h1", "ts": at(10), "visitor_id": "a"},
@@ -178,8 +178,8 @@ def test_bots_are_excluded_from_human_metrics_but_counted(make_events, make_zone
         {"event_id": "b2", "ts": at(36), "visitor_id": "bot", "is_bot": True},
     )
     zones = make_zones({})
-    local = localize(events, zones)
-    got = daily_totals(local, sessionize(human_pageviews(events, zones)))
+    local = localize(events, zones, changes)
+    got = daily_totals(local, sessionize(human_pageviews(events, zones, changes)))
     assertDataFrameEqual(
         got,
         events.sparkSession.createDataFrame(
@@ -191,14 +191,14 @@ def test_bots_are_excluded_from_human_metrics_but_counted(make_events, make_zone
 # --- sessions -------------------------------------------------------------------------------------
 
 
-def test_gap_over_30_minutes_starts_a_new_session(make_events, make_zones):
+def test_gap_over_30_minutes_starts_a_new_session(make_events, make_zones, changes):
     """Page views 31 minutes apart are two sessions, each entered with its own page and referrer."""
     events = make_events(
         {"event_id": "p1", "ts": at(10), "visitor_id": "a", "path": "/a", "ref_domain": "google.com"}
         | {"ref_type": "search", "utm_source": "news"},
         {"event_id": "p2", "ts": at(10, 31), "visitor_id": "a", "path": "/b"},
     )
-    got = sessionize(human_pageviews(events, make_zones({})))
+    got = sessionize(human_pageviews(events, make_zones({}), changes))
     expected = [
         session("a", "p1", at(10), at(10), 1, page="/a", ref_domain="google.com", ref_type="search", source="news"),
         session("a", "p2", at(10, 31), at(10, 31), 1, page="/b"),
@@ -206,57 +206,57 @@ def test_gap_over_30_minutes_starts_a_new_session(make_events, make_zones):
     assertDataFrameEqual(got, events.sparkSession.createDataFrame(expected, SESSION_DDL))
 
 
-def test_gaps_up_to_30_minutes_keep_the_session(make_events, make_zones):
+def test_gaps_up_to_30_minutes_keep_the_session(make_events, make_zones, changes):
     """Gaps of exactly 30 and of 25 minutes continue one session, whatever order the rows come in."""
     events = make_events(
         {"event_id": "p3", "ts": at(10, 55), "visitor_id": "a", "path": "/c"},
         {"event_id": "p1", "ts": at(10), "visitor_id": "a", "path": "/a"},
         {"event_id": "p2", "ts": at(10, 30), "visitor_id": "a", "path": "/b"},
     )
-    got = sessionize(human_pageviews(events, make_zones({})))
+    got = sessionize(human_pageviews(events, make_zones({}), changes))
     assertDataFrameEqual(
         got, events.sparkSession.createDataFrame([session("a", "p1", at(10), at(10, 55), 3, page="/a")], SESSION_DDL)
     )
 
 
-def test_page_views_without_visitor_are_sessions_of_their_own(make_events, make_zones):
+def test_page_views_without_visitor_are_sessions_of_their_own(make_events, make_zones, changes):
     """Two visitor-less page views a minute apart are two bounces."""
     events = make_events(
         {"event_id": "n1", "ts": at(10), "visitor_id": None}, {"event_id": "n2", "ts": at(10, 1), "visitor_id": None}
     )
-    got = sessionize(human_pageviews(events, make_zones({})))
+    got = sessionize(human_pageviews(events, make_zones({}), changes))
     expected = [session(None, "n1", at(10), at(10), 1), session(None, "n2", at(10, 1), at(10, 1), 1)]
     assertDataFrameEqual(got, events.sparkSession.createDataFrame(expected, SESSION_DDL))
 
 
-def test_simultaneous_page_views_enter_by_lowest_event_id(make_events, make_zones):
+def test_simultaneous_page_views_enter_by_lowest_event_id(make_events, make_zones, changes):
     """Two page views with the same ts: the lower event_id is the entry, so the session id is stable."""
     events = make_events(
         {"event_id": "p2", "ts": at(10), "visitor_id": "a", "path": "/two"},
         {"event_id": "p1", "ts": at(10), "visitor_id": "a", "path": "/one"},
     )
-    got = sessionize(human_pageviews(events, make_zones({}))).select("session_id", "entry_page", "pageviews")
+    got = sessionize(human_pageviews(events, make_zones({}), changes)).select("session_id", "entry_page", "pageviews")
     expected = events.sparkSession.createDataFrame(
         [("s|a|p1", "/one", 2)], "session_id STRING, entry_page STRING, pageviews INT"
     )
     assertDataFrameEqual(got, expected)
 
 
-def test_session_crossing_midnight_belongs_to_its_start_day(make_events, make_zones):
+def test_session_crossing_midnight_belongs_to_its_start_day(make_events, make_zones, changes):
     """Berlin 23:50 → 00:10: one session on the first day, one page view on each day."""
     events = make_events(
         {"event_id": "m1", "ts": at(22, 50), "visitor_id": "a"},
         {"event_id": "m2", "ts": at(23, 10), "visitor_id": "a"},
     )
     zones = make_zones({"s": "Europe/Berlin"})
-    both = rollup(events, zones, [DAY, NEXT_DAY])
+    both = rollup(events, zones, [DAY, NEXT_DAY], changes)
     expected = [("s", DAY, 1, 1, 1, 0, 0.0, 1200.0, 1, 0, 0), ("s", NEXT_DAY, 1, 1, 0, 0, 0.0, 0.0, 1, 0, 0)]
     assertDataFrameEqual(both["daily"], events.sparkSession.createDataFrame(expected, DAILY_DDL))
     # Rolled up alone, the second day still sees the session as started the evening before.
-    assert rollup(events, zones, [NEXT_DAY])["sessions"].count() == 0
+    assert rollup(events, zones, [NEXT_DAY], changes)["sessions"].count() == 0
 
 
-def test_bounce_rate_and_visit_duration(make_events, make_zones):
+def test_bounce_rate_and_visit_duration(make_events, make_zones, changes):
     """Sessions of 120 s, 0 s (a bounce) and 600 s: bounce rate 1/3, mean visit duration 240 s."""
     events = make_events(
         *({"event_id": f"a{m}", "ts": at(10, m), "visitor_id": "a"} for m in (0, 1, 2)),
@@ -265,7 +265,7 @@ def test_bounce_rate_and_visit_duration(make_events, make_zones):
         {"event_id": "c2", "ts": at(12, 10), "visitor_id": "c"},
     )
     zones = make_zones({})
-    got = daily_totals(localize(events, zones), sessionize(human_pageviews(events, zones)))
+    got = daily_totals(localize(events, zones, changes), sessionize(human_pageviews(events, zones, changes)))
     assertDataFrameEqual(
         got.select("sessions", "bounces", "bounce_rate", "visit_duration_s"),
         events.sparkSession.createDataFrame(
@@ -277,7 +277,7 @@ def test_bounce_rate_and_visit_duration(make_events, make_zones):
 # --- breakdowns -----------------------------------------------------------------------------------
 
 
-def test_entry_pages_come_from_sessions(spark: SparkSession, make_events, make_zones):
+def test_entry_pages_come_from_sessions(spark: SparkSession, make_events, make_zones, changes):
     """entry_page sums the sessions' page views and counts sessions, bounces and mean duration per page."""
     sessions = spark.createDataFrame(
         [
@@ -288,7 +288,7 @@ def test_entry_pages_come_from_sessions(spark: SparkSession, make_events, make_z
         ],
         SESSION_DDL,
     )
-    no_pageviews = human_pageviews(make_events(), make_zones({}))
+    no_pageviews = human_pageviews(make_events(), make_zones({}), changes)
     got = breakdowns(no_pageviews, sessions).where(F.col("dimension") == "entry_page")
     expected = [
         ("s", DAY, "entry_page", "/", 4, 2, 2, 1, 60.0, None, None),
@@ -297,7 +297,7 @@ def test_entry_pages_come_from_sessions(spark: SparkSession, make_events, make_z
     assertDataFrameEqual(got, spark.createDataFrame(expected, BREAKDOWN_DDL))
 
 
-def test_refpage_pairs_referrer_with_landing_page(make_events, make_zones):
+def test_refpage_pairs_referrer_with_landing_page(make_events, make_zones, changes):
     """refpage counts each (referrer domain, page) pair and exposes both halves as ref and page."""
     events = make_events(
         {"event_id": "p1", "ts": at(10), "visitor_id": "v1", "ref_domain": "google.com", "path": "/a"},
@@ -305,7 +305,7 @@ def test_refpage_pairs_referrer_with_landing_page(make_events, make_zones):
         {"event_id": "p3", "ts": at(11), "visitor_id": "v1", "ref_domain": "google.com", "path": "/b"},
         {"event_id": "p4", "ts": at(12), "visitor_id": "v3", "path": "/a"},
     )
-    pageviews = human_pageviews(events, make_zones({}))
+    pageviews = human_pageviews(events, make_zones({}), changes)
     got = breakdowns(pageviews, sessionize(pageviews)).where(F.col("dimension") == "refpage")
     expected = [
         ("s", DAY, "refpage", "google.com\u001f/a", 2, 2, None, None, None, "google.com", "/a"),
@@ -315,14 +315,14 @@ def test_refpage_pairs_referrer_with_landing_page(make_events, make_zones):
     assertDataFrameEqual(got, events.sparkSession.createDataFrame(expected, BREAKDOWN_DDL))
 
 
-def test_breakdowns_leave_out_null_values(make_events, make_zones):
+def test_breakdowns_leave_out_null_values(make_events, make_zones, changes):
     """Null country, browser, referrer and UTM make no rows; a missing ref_domain is '(direct)'."""
     events = make_events(
         {"event_id": "p1", "ts": at(10), "visitor_id": "v1", "country": "DE", "ua_browser": "Firefox"}
         | {"referrer": "https://news.ycombinator.com/item", "ref_domain": "news.ycombinator.com"},
         {"event_id": "p2", "ts": at(11), "visitor_id": "v2"},
     )
-    pageviews = human_pageviews(events, make_zones({}))
+    pageviews = human_pageviews(events, make_zones({}), changes)
     dims = ["country", "browser", "refurl", "ref", "utm_source", "ref_type", "os", "device"]
     got = (
         breakdowns(pageviews, sessionize(pageviews))
@@ -371,8 +371,8 @@ ROLLUP_ROWS = [
 
 
 @pytest.fixture(scope="module")
-def rolled(make_events, make_zones) -> dict[str, DataFrame]:
-    return rollup(make_events(*ROLLUP_ROWS), make_zones({"s": "Europe/Berlin"}), [DAY])
+def rolled(make_events, make_zones, changes) -> dict[str, DataFrame]:
+    return rollup(make_events(*ROLLUP_ROWS), make_zones({"s": "Europe/Berlin"}), [DAY], changes)
 
 
 def test_rollup_daily(spark: SparkSession, rolled):
@@ -382,8 +382,9 @@ def test_rollup_daily(spark: SparkSession, rolled):
 
 
 def test_rollup_hourly(spark: SparkSession, rolled):
-    """Hours are Berlin hours; the bot counts only in bot_events; c's page view counts without a session."""
-    expected = [("s", DAY, 0, 1, 1, 0, 1, 0), ("s", DAY, 10, 2, 1, 1, 3, 0), ("s", DAY, 14, 1, 1, 1, 1, 1)]
+    """Hours are Berlin hours named by their UTC start; the bot counts only in bot_events; c's page
+    view counts without a session."""
+    expected = [("s", DAY, at(-1), 1, 1, 0, 1, 0), ("s", DAY, at(9), 2, 1, 1, 3, 0), ("s", DAY, at(13), 1, 1, 1, 1, 1)]
     assertDataFrameEqual(rolled["hourly"], spark.createDataFrame(expected, HOURLY_DDL))
 
 
@@ -391,8 +392,8 @@ def test_rollup_sessions(spark: SparkSession, rolled):
     """Only sessions starting on the day, with Berlin start hours and their entry referrers."""
     no_utm = (None, None, None)
     berlin = [
-        ("s", "a", "s|a|e1", at(9), at(9, 10), DAY, 10, 2, 600.0, False, "/", "google.com", "search", *no_utm),
-        ("s", "b", "s|b|e4", at(13), at(13), DAY, 14, 1, 0.0, True, "/", "news.ycombinator.com", "other", *no_utm),
+        ("s", "a", "s|a|e1", at(9), at(9, 10), DAY, at(9), 2, 600.0, False, "/", "google.com", "search", *no_utm),
+        ("s", "b", "s|b|e4", at(13), at(13), DAY, at(13), 1, 0.0, True, "/", "news.ycombinator.com", "other", *no_utm),
     ]
     assertDataFrameEqual(rolled["sessions"], spark.createDataFrame(berlin, SESSION_DDL))
 
@@ -423,11 +424,36 @@ def test_rollup_breakdowns(spark: SparkSession, rolled):
     assertDataFrameEqual(rolled["breakdowns"], spark.createDataFrame(expected, BREAKDOWN_DDL))
 
 
-def test_rollup_is_deterministic(make_events, make_zones):
+def test_rollup_is_deterministic(make_events, make_zones, changes):
     """Two runs over the same rows, given in opposite orders, produce equal frames."""
     zones = make_zones({"s": "Europe/Berlin"})
-    first = rollup(make_events(*ROLLUP_ROWS), zones, [DAY])
-    second = rollup(make_events(*reversed(ROLLUP_ROWS)), zones, [dt.date(2025, 11, 24)])
+    first = rollup(make_events(*ROLLUP_ROWS), zones, [DAY], changes)
+    second = rollup(make_events(*reversed(ROLLUP_ROWS)), zones, [dt.date(2025, 11, 24)], changes)
     assert first.keys() == second.keys() == {"daily", "hourly", "breakdowns", "sessions"}
     for name in first:
         assertDataFrameEqual(first[name], second[name])
+
+
+def test_referrer_labels_direct_unknown_and_apps(make_events, make_zones, changes):
+    """(direct) only without a referrer; a referrer naming no host or app is (unknown); an app
+    is its package id: in the referrer breakdown, in referrer -> page pairs and entry referrers."""
+    events = make_events(
+        {"event_id": "e1", "ts": at(1), "visitor_id": "a"},
+        {"event_id": "e2", "ts": at(2), "visitor_id": "b", "referrer": "about:blank", "ref_type": "other"},
+        {"event_id": "e3", "ts": at(3), "visitor_id": "c", "referrer": "android-app://com.example.chat/"}
+        | {"ref_domain": "com.example.chat", "ref_type": "other"},
+        {"event_id": "e4", "ts": at(4), "visitor_id": "d", "referrer": "android-app://com.google.android.gm/"}
+        | {"ref_domain": "mail.google.com", "ref_type": "email"},
+    )
+    zones = make_zones({})
+    pageviews = human_pageviews(events, zones, changes)
+    sessions = sessionize(pageviews)
+    got = breakdowns(pageviews, sessions).where(F.col("dimension").isin("ref", "refpage"))
+    labels = ["(direct)", "(unknown)", "com.example.chat", "mail.google.com"]
+    expected = [("ref", label, None) for label in labels] + [("refpage", f"{label}\u001f/", label) for label in labels]
+    assertDataFrameEqual(
+        got.select("dimension", "value", "ref"),
+        events.sparkSession.createDataFrame(expected, "dimension STRING, value STRING, ref STRING"),
+    )
+    entry = sorted(r["entry_ref_domain"] for r in sessions.collect())
+    assert entry == sorted(labels)

@@ -2,6 +2,10 @@
 
 ``SPARK_MASTER`` (or ``--master``) picks ``local[*]`` or a cluster. Re-running a day
 replaces its documents; a backfill shows a progress bar over its days.
+
+``manage.py rollup --legacy-hours`` re-rolls the days rolled up before hourly buckets were
+instants that contain a clock change (there an old ``site|day|HH`` document holds both
+repeated hours); old documents of other days are exact and read as they are.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from tqdm import tqdm
 
 from collector.runtime import footfall_config
 from historical.archiver import GROUP as ARCHIVER_GROUP
-from historical.rollups import RollupFailed, run_rollup, site_zones
+from historical.rollups import RollupFailed, legacy_change_days, run_rollup, site_zones
 
 
 def _date(value: str) -> dt.date:
@@ -36,11 +40,20 @@ class Command(BaseCommand):
         parser.add_argument("--master", help="Spark master (default: SPARK_MASTER)")
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument(
+            "--legacy-hours", action="store_true",
+            help="re-roll the days with a clock change whose hour documents predate buckets by instant",
+        )  # fmt: skip
+        parser.add_argument(
             "--wait-archived", type=float, default=0, metavar="SECONDS",
             help="first wait up to SECONDS for the archiver to catch up with the events topic",
         )  # fmt: skip
 
     def handle(self, *args: object, **opts: object) -> None:
+        if opts["legacy_hours"]:
+            if opts["date"] or opts["first"] or opts["last"]:
+                raise CommandError("--legacy-hours takes no days: it finds them")
+            self._legacy_hours(list(opts["site"]) or None, opts["master"] and str(opts["master"]))
+            return
         if opts["date"] and (opts["first"] or opts["last"]):
             raise CommandError("give either --date or --from/--to")
         if opts["date"]:
@@ -74,6 +87,20 @@ class Command(BaseCommand):
                 f"  drift {key}: page views realtime={drift['realtime_pageviews']} batch={drift['batch_pageviews']} "
                 f"({drift['pageviews_drift_pct']}%), coverage {drift['coverage']:.0%}"
             )
+
+    def _legacy_hours(self, sites: list[str] | None, master: str | None) -> None:
+        try:
+            days = legacy_change_days(footfall_config(), sites)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        for day, day_sites in days.items():
+            self.stdout.write(f"re-rolling {day} of {', '.join(day_sites)}")
+            date = dt.date.fromisoformat(day)
+            try:
+                run_rollup(footfall_config(), date, date, day_sites, master)
+            except RollupFailed as exc:
+                raise CommandError(str(exc)) from None
+        self.stdout.write(f"re-rolled {sum(len(s) for s in days.values())} site-days with old hour documents")
 
     def _wait_archived(self, seconds: float) -> None:
         """Until the archiver's group has committed past every event on the events topic when

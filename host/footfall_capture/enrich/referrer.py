@@ -9,9 +9,13 @@ without a leading ``www.``) and ``draft.ref_type``, one of
   after :func:`~footfall_capture.enrich.urls.canonicalize_url`) or one of ``ctx.domains`` or a
   subdomain of them; ``www.`` is ignored on both sides;
 * ``"email"``, ``"search"``, ``"social"``: the host is in the curated tables below;
-* ``"other"``: any other site, or a referrer that is not an http(s) URL with a valid host
-  (then ``ref_domain`` is ``None``). Android apps send ``android-app://<package>/``
-  referrers; the few well-known packages in :data:`ANDROID_APPS` are mapped to their site.
+* ``"other"``: any other site, or a referrer that is not an http(s) URL with a valid host.
+  Android apps send ``android-app://<package>/`` referrers: the few well-known packages in
+  :data:`ANDROID_APPS` are mapped to their site and type (Gmail → ``mail.google.com``,
+  email); any other well-formed package id is its own ``ref_domain`` (``android-app://
+  com.example.chat/`` → ``com.example.chat``, other). Anything else leaves ``ref_domain``
+  ``None``: breakdowns label it ``(unknown)`` (:func:`footfall_capture.events.ref_label`),
+  keeping ``(direct)`` for page views without a referrer.
 
 ``draft.referrer`` itself is kept as given, cut to :data:`~footfall_capture.events.MAX_URL_LENGTH`
 (a blank referrer becomes ``None``). Nothing raises.
@@ -117,6 +121,8 @@ ANDROID_APPS: Final[dict[str, tuple[str, str]]] = {
 _TABLES: Final = (("email", EMAIL_DOMAINS), ("social", SOCIAL_DOMAINS), ("search", SEARCH_DOMAINS))
 _HOST: Final = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,62})(?:\.[a-z0-9_-]{1,63})*")
 _IPV6: Final = re.compile(r"[0-9a-f:.]+")
+# An Android application id: two or more dot-separated Java identifiers (lower-cased here).
+_PACKAGE: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+")
 _CACHE_SIZE: Final = 4096
 
 
@@ -168,12 +174,17 @@ def _host_and_path(referrer: str) -> tuple[str | None, str]:
 
 
 def _android_app(referrer: str) -> tuple[str, str] | None:
-    """(ref_domain, ref_type) for a known ``android-app://<package>`` referrer."""
+    """(ref_domain, ref_type) for an ``android-app://<package>`` referrer: a known app's site,
+    else the package id itself (type other); None when it is not one or the id is malformed."""
     text = referrer.strip()
     if not text[:14].lower().startswith("android-app://"):
         return None
     package = text[14:].partition("/")[0].lower()
-    return ANDROID_APPS.get(package)
+    if package in ANDROID_APPS:
+        return ANDROID_APPS[package]
+    if len(package) <= 255 and _PACKAGE.fullmatch(package):
+        return package, "other"
+    return None
 
 
 def _is_internal(domain: str, page_host: str | None, site_domains: tuple[str, ...]) -> bool:

@@ -22,7 +22,7 @@ from api.query.service import PREVIOUS_PARTIAL
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
-from footfall_capture.events import Event
+from footfall_capture.events import Event, ref_label
 from historical.rollups import run_rollup
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
@@ -140,7 +140,7 @@ def check_against_truth(client: Client, sk: SiteKey, events: list[Event], days: 
     top_ref = refs.most_common(1)[0][0]
     flows = Counter(
         e.path for e in distinct
-        if e.type == "pageview" and not (e.ua and e.ua.is_bot) and (e.ref_domain or "(direct)") == top_ref
+        if e.type == "pageview" and not (e.ua and e.ua.is_bot) and ref_label(e.ref_domain, e.referrer) == top_ref
         and local_day(e.ts, TZ) in days
     )  # fmt: skip
     body = sk.get(client, f"referrers/{top_ref}/pages", limit=1000, **{"from": start}).json()
@@ -149,7 +149,7 @@ def check_against_truth(client: Client, sk: SiteKey, events: list[Event], days: 
     # The path is URL-encoded, so the root page "/" works as well as "/blog/post".
     body = sk.get(client, f"pages/{quote(top_page, safe='')}/referrers", limit=1000, **{"from": start}).json()
     want = Counter(
-        e.ref_domain or "(direct)" for e in distinct
+        ref_label(e.ref_domain, e.referrer) for e in distinct
         if e.type == "pageview" and not (e.ua and e.ua.is_bot) and e.path == top_page and local_day(e.ts, TZ) in days
     )  # fmt: skip
     assert {r["value"]: r["pageviews"] for r in body["results"]} == dict(want)

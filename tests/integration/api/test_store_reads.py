@@ -20,7 +20,8 @@ from api.query.params import Range
 from api.query.service import QueryService, SiteInfo
 from api.query.settled_cache import SettledCache
 from footfall.config import Config
-from historical.store import DAILY, HOURLY, RUNS, DayDocuments, load_day
+from historical.buckets import ms
+from historical.store import DAILY, HOURLY, RUNS, DayDocuments, hour_document, load_day
 from realtime.keys import KeyLayout
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
@@ -57,7 +58,9 @@ def reads(cfg: Config) -> Iterator[tuple[QueryService, SiteInfo, Finds]]:
     for n, day in enumerate(DAYS):
         run = {"status": "complete" if day in SETTLED else "failed", "tz": TZ}
         daily = {"pageviews": 100 + n, "visitors": 10 + n, "sessions": 20, "bounces": 5, "visit_duration_s": 30.0}
-        load_day(db, DayDocuments(site, day.isoformat(), daily, [{"hour": 9, "pageviews": 100 + n}], [], run))
+        nine = ms(dt.datetime.combine(day, dt.time(9), ZoneInfo(TZ)))
+        hour = {**hour_document(day.isoformat(), TZ, nine), "pageviews": 100 + n}
+        load_day(db, DayDocuments(site, day.isoformat(), daily, [hour], [], run))
     store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout(retention_s=cfg.realtime_retention_s))
     service = QueryService(db, RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: NOW)
     finds.collections.clear()

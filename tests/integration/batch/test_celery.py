@@ -31,7 +31,7 @@ from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, encode
 from historical.archive import Archive, ArchiveRow
 from historical.rollups import REPO
-from historical.store import DAILY, RUNS, DayDocuments, documents, load_day
+from historical.store import DAILY, RUNS, DayDocuments, documents, hour_document, load_day
 from historical.tasks import LOCK_KEY, nightly_windows
 from spark_jobs.schema import partition_path, to_row
 
@@ -172,9 +172,9 @@ def corrupt(worker: Worker, site: str, day: dt.date) -> Path:
 def seed_settled_day(worker: Worker, site: str, day: str) -> dict[str, list[dict]]:
     """Documents of ``day`` as an earlier night left them; returns them."""
     run = {"status": "complete", "events_read": 7, "finished_at": "earlier"}
-    load_day(
-        worker.db, DayDocuments(site, day, {"pageviews": 7, "visitors": 3}, [{"hour": 9, "pageviews": 7}], [], run)
-    )
+    nine = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(9), dt.UTC)
+    hour = {**hour_document(day, "UTC", int(nine.timestamp() * 1000)), "pageviews": 7}
+    load_day(worker.db, DayDocuments(site, day, {"pageviews": 7, "visitors": 3}, [hour], [], run))
     return documents(worker.db, site, [day])
 
 

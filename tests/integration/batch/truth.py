@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from zoneinfo import ZoneInfo
 
-from footfall_capture.events import Event
+from footfall_capture.events import Event, ref_label
 
 GAP_MS = 30 * 60 * 1000
 
@@ -40,7 +40,7 @@ def exact(events: Iterable[Event], tz: str, days: set[str]) -> dict[str, dict]:
         if e.type == "pageview":
             out[day]["pageviews"] += 1
             out[day]["pages"][e.path] += 1
-            out[day]["refs"][e.ref_domain or "(direct)"] += 1
+            out[day]["refs"][ref_label(e.ref_domain, e.referrer)] += 1
     by_visitor: dict[str, list[Event]] = defaultdict(list)
     for e in humans:
         if e.type == "pageview":

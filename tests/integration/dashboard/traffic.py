@@ -24,9 +24,10 @@ from pymongo.database import Database
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
-from footfall_capture.events import Event
+from footfall_capture.events import Event, ref_label
+from historical.buckets import day_buckets
 from historical.reconcile import reconcile_day
-from historical.store import BREAKDOWNS, DAILY, HOURLY, RECONCILIATION, RUNS, DayDocuments, load_day
+from historical.store import BREAKDOWNS, DAILY, HOURLY, RECONCILIATION, RUNS, DayDocuments, hour_document, load_day
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
 from realtime.queries import RealtimeQueries
@@ -153,12 +154,13 @@ def settle_day(cfg: Config, db: Database, site: str, tz: str, day: str, events: 
         "visit_duration_s": sum(s[2] for s in sessions) / len(sessions) if sessions else None,
     }  # fmt: skip
     hourly = []
-    for hour in range(24):
-        hv = [e for e in views if _local(e.ts, zone).hour == hour]
-        hourly.append({"hour": hour, "pageviews": len(hv), "visitors": len({e.visitor_id for e in hv}), "sessions": 0})
+    for bucket in day_buckets(dt.date.fromisoformat(day), zone):
+        hv = [e for e in views if bucket.start_ms <= e.ts < bucket.end_ms]
+        counts = {"pageviews": len(hv), "visitors": len({e.visitor_id for e in hv}), "sessions": 0}
+        hourly.append({**hour_document(day, tz, bucket.start_ms), **counts})
     values: dict[tuple[str, str, str | None, str | None], list[Event]] = defaultdict(list)
     for e in views:
-        ref = e.ref_domain or "(direct)"
+        ref = ref_label(e.ref_domain, e.referrer)
         for dim, value in (("page", e.path), ("ref", ref), ("refurl", e.referrer), ("ref_type", e.ref_type),
                            ("browser", e.ua and e.ua.browser), ("os", e.ua and e.ua.os),
                            ("device", e.ua and e.ua.device), ("country", e.country),

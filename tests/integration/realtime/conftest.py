@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from footfall.config import Config
-from footfall_capture.events import Event
+from footfall_capture.events import Event, ref_label
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 
@@ -89,6 +89,6 @@ def truth(events: Sequence[Event]) -> dict[str, Counter]:
     return {
         "minute": Counter(e.ts // 60_000 for e in distinct),
         "page": Counter(e.path for e in distinct),
-        "ref": Counter(e.ref_domain or "(direct)" for e in distinct),
+        "ref": Counter(ref_label(e.ref_domain, e.referrer) for e in distinct),
         "visitors": Counter({v: 1 for v in {e.visitor_id for e in distinct}}),
     }

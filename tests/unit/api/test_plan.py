@@ -6,10 +6,11 @@ import datetime as dt
 import itertools
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.query.plan import buckets, classify_bucket, local_midnight, realtime_window_start, split
+from api.query.plan import buckets, classify_bucket, local_midnight, ms, realtime_window_start, split
 
 NY = ZoneInfo("America/New_York")
 UTC = dt.UTC
@@ -65,9 +66,9 @@ def test_dst_day_has_25_hours_and_its_midnights_are_local() -> None:
 def test_buckets_from_batch_only_when_they_are_exactly_a_settled_day_or_hour() -> None:
     window = at("2026-11-10")
     day = classify_bucket(at("2026-11-02"), at("2026-11-03"), NY, {"2026-11-02"}, window)
-    assert (day.source, day.day, day.hour) == ("batch", "2026-11-02", None)
+    assert (day.source, day.day, day.bucket) == ("batch", "2026-11-02", None)
     hour = classify_bucket(at("2026-11-02", 7), at("2026-11-02", 8), NY, {"2026-11-02"}, window)
-    assert (hour.source, hour.hour) == ("batch", 7)
+    assert (hour.source, hour.bucket) == ("batch", ms(at("2026-11-02", 7)))
     # A day bucket in another zone is not a site day: it cannot come from the daily rollup.
     tokyo = ZoneInfo("Asia/Tokyo")
     other = classify_bucket(at("2026-11-02", tz=tokyo), at("2026-11-03", tz=tokyo), NY, {"2026-11-01"}, window)
@@ -110,3 +111,53 @@ def test_pieces_cover_the_range_exactly_once(settled: set[str], a: int, b: int, 
             assert p.end <= window
         else:
             assert p.start >= window
+
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+@pytest.mark.parametrize(
+    ("zone", "day", "count", "short"),
+    [
+        ("Europe/Berlin", "2026-10-25", 25, []),
+        ("Europe/Berlin", "2026-03-29", 23, []),
+        ("Australia/Sydney", "2026-04-05", 25, []),
+        ("Australia/Sydney", "2026-10-04", 23, []),
+        ("Australia/Lord_Howe", "2026-04-05", 25, ["01:30+10:30"]),
+        ("Australia/Lord_Howe", "2026-10-04", 24, ["02:30+11:00"]),
+        ("Asia/Kolkata", "2026-10-25", 24, []),
+        ("America/Caracas", "2016-05-01", 24, ["02:00-04:30"]),
+    ],
+)
+def test_hour_buckets_of_change_days_are_instants(zone: str, day: str, count: int, short: list[str]) -> None:
+    """A local day's hour buckets: 25 or 23 on change days, 30-minute ones at 30-minute changes."""
+    tz = ZoneInfo(zone)
+    first = local_midnight(dt.date.fromisoformat(day), tz)
+    hours = buckets(first, local_midnight(dt.date.fromisoformat(day) + dt.timedelta(days=1), tz), "hour", tz)
+    assert len(hours) == count
+    assert len({s.astimezone(UTC) for s, _ in hours}) == count
+    hour = dt.timedelta(hours=1)
+    halves = [
+        s.isoformat()[11:16] + s.isoformat()[-6:] for s, e in hours if e.astimezone(UTC) - s.astimezone(UTC) != hour
+    ]
+    assert halves == short
+    for (_, end), (start, _) in itertools.pairwise(hours):
+        assert end.astimezone(UTC) == start.astimezone(UTC)
+
+
+def test_both_repeated_hours_come_from_the_rollup_inside_the_realtime_window() -> None:
+    """On a settled fall-back day, with the clock 30 hours after the change (inside the 48 h of
+    Redis), each of the 25 hours comes from the batch layer once: none from Redis, none missing."""
+    day = dt.date(2026, 10, 25)
+    start, end = local_midnight(day, BERLIN), local_midnight(day + dt.timedelta(days=1), BERLIN)
+    now = dt.datetime(2026, 10, 26, 7, tzinfo=UTC)
+    window = realtime_window_start(now, 48 * 3600)
+    assert window < start.astimezone(UTC)
+    pieces = [classify_bucket(s, e, BERLIN, {"2026-10-25"}, window) for s, e in buckets(start, end, "hour", BERLIN)]
+    assert [p.source for p in pieces] == ["batch"] * 25
+    assert len({p.bucket for p in pieces}) == 25
+    repeated = [p.start.isoformat() for p in pieces if p.start.astimezone(BERLIN).hour == 2]
+    assert repeated == ["2026-10-25T02:00:00+02:00", "2026-10-25T02:00:00+01:00"]
+    # Unsettled, the same hours come from Redis, each once, and still as 25 distinct spans.
+    live = [classify_bucket(s, e, BERLIN, set(), window) for s, e in buckets(start, end, "hour", BERLIN)]
+    assert [p.source for p in live] == ["realtime"] * 25

@@ -109,3 +109,24 @@ def test_csv_name_is_safe() -> None:
 
     name = figures.csv_name("../a b", "pages", dt.date(2026, 11, 1), dt.date(2026, 11, 7))
     assert name == "footfall-___a_b-pages-2026-11-01-to-2026-11-07.csv"
+
+
+def test_the_repeated_hour_is_two_points() -> None:
+    """Berlin's fall-back day: the two 02:00 buckets get distinct x, evenly spaced, and labels
+    that say which is which."""
+    berlin = ZoneInfo("Europe/Berlin")
+    stamps = ["2026-10-25T01:00:00+02:00", "2026-10-25T02:00:00+02:00", "2026-10-25T02:00:00+01:00",
+              "2026-10-25T03:00:00+01:00"]  # fmt: skip
+    x, labels, ticks = figures.instant_axis(stamps, berlin, "hour")
+    assert x == ["2026-10-25 01:00", "2026-10-25 02:00", "2026-10-25 03:00", "2026-10-25 04:00"]
+    assert labels[1:3] == ["2026-10-25 02:00 (+02:00)", "2026-10-25 02:00 (+01:00)"]
+    assert ticks == [0, 1, 2, 3]
+    points = [{"t": t, "value": n} for n, t in enumerate(stamps)]
+    fig = figures.metric_series(points, "pageviews", berlin, "hour")
+    assert len(set(fig.data[0].x)) == 4
+
+
+def test_without_a_change_points_sit_on_the_wall_clock() -> None:
+    x, labels, ticks = figures.instant_axis(["2026-11-02T07:00:00-05:00", "2026-11-02T08:00:00-05:00"], NY, "hour")
+    assert x == labels == ["2026-11-02 07:00", "2026-11-02 08:00"]
+    assert ticks == []

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from api.query.params import DIMENSIONS
+from api.renderers import CsvRenderer
 from dashboard import tables
 from dashboard.ranges import DayRange, RangeError, resolve
 
@@ -112,3 +113,16 @@ def test_health_rows() -> None:
         {"reason": "invalid_field", "events": 2},
         {"reason": "too_large", "events": 1},
     ]
+
+
+@pytest.mark.parametrize("dimension", ["referrers", "entry_pages"])
+def test_empty_table_csv_has_its_header_like_the_api(dimension: str) -> None:
+    """Download CSV of an empty table: the header row, exactly what the API's CSV of the
+    same empty breakdown (value and the requested metrics) holds."""
+    metrics = tables.breakdown_metrics(dimension)
+    text = tables.csv_text([], metrics)
+    assert text == ",".join(["value", *metrics]) + "\n"
+    api_body = {"results": [], "metrics": list(metrics), "total": 0}
+    assert text == CsvRenderer().render(api_body).decode()
+    row = {"value": "/", **dict.fromkeys(metrics, 1)}
+    assert tables.csv_text([row], metrics).splitlines()[0] == text.strip()

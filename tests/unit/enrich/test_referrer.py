@@ -155,11 +155,18 @@ def test_a_lookalike_domain_is_not_internal() -> None:
         ("android-app://com.google.android.gm/", ("mail.google.com", "email")),
         ("android-app://com.google.android.googlequicksearchbox/", ("google.com", "search")),
         ("android-app://com.linkedin.android/", ("linkedin.com", "social")),
-        ("android-app://org.example.unknown/", (None, "other")),
+        ("android-app://com.slack/", ("slack.com", "other")),
+        ("android-app://org.example.unknown/", ("org.example.unknown", "other")),
+        ("android-app://Com.Example.Chat/path", ("com.example.chat", "other")),
+        ("android-app://nodots/", (None, "other")),
+        ("android-app://com.example..x/", (None, "other")),
+        ("android-app://1com.example/", (None, "other")),
+        ("android-app:///", (None, "other")),
     ],
 )
 def test_android_app_referrers(referrer: str, expected: tuple[str | None, str]) -> None:
-    """Known Android app packages map to their site; unknown apps are "other"."""
+    """Known Android app packages map to their site; another app is its package id; a malformed
+    id names nothing (labelled "(unknown)" in breakdowns)."""
     assert classified(referrer) == expected
 
 

@@ -116,3 +116,19 @@ def test_without_drops_already_counted_events() -> None:
     agg = without(batch, skip, LAYOUT, NOW)
     assert agg.events == 15
     assert not skip & set(agg.dedup_keys)
+
+
+def test_referrer_labels_match_the_batch_layer() -> None:
+    """(direct) only without a referrer, (unknown) for one naming no host or app, an app's
+    package id as its own value: the labels spark_jobs.transforms gives."""
+    traffic = DemoTraffic(seed=3, visitors=5)
+    base = traffic.event(NOW - 60_000)
+    cases = {
+        None: (None, "(direct)"),
+        "about:blank": (None, "(unknown)"),
+        "android-app://com.example.chat/": ("com.example.chat", "com.example.chat"),
+    }
+    for referrer, (domain, label) in cases.items():
+        event = msgspec.structs.replace(base, referrer=referrer, ref_domain=domain)
+        assert dimension_values(event)["ref"] == label
+        assert dimension_values(event)["refpage"] == f"{label}\x1f{event.path}"
