@@ -4,7 +4,6 @@ of tiny archive-shaped frames with the archive's own schema (SPARK_DDL)."""
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -13,6 +12,7 @@ from pyspark.sql.types import StructType
 
 from historical.buckets import span_transitions
 from spark_jobs.schema import SPARK_DDL
+from tests.spark_session import local_spark
 
 DAY = "2025-11-24"
 T0 = 1_763_942_400_000  # 2025-11-24 00:00:00 UTC, in ms
@@ -28,18 +28,8 @@ DEFAULTS |= {"kafka_partition": 0, "kafka_offset": 0}
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """A local[1] session shared by every Spark test (starting one takes seconds)."""
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines outlive pytest's log capture
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("footfall-transform-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with local_spark("footfall-transform-tests") as session:
+        yield session
 
 
 @pytest.fixture(scope="session")

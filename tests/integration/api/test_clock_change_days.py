@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +34,7 @@ from realtime.store import CounterStore
 from spark_jobs.rollup import extract, transform_and_load
 from spark_jobs.schema import partition_path, to_row
 from tests.integration.api.conftest import SiteKey, make_site
+from tests.spark_session import local_spark
 
 # (zone, local days: both change days of a year where the zone has them, buckets per day)
 ZONES = {
@@ -73,18 +73,8 @@ def instant(stamp: str) -> int:
 
 @pytest.fixture
 def spark() -> Iterator[SparkSession]:
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("footfall-clock-change-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with local_spark("footfall-clock-change-tests") as session:
+        yield session
 
 
 def archive(cfg: Config, events: list[Event]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import logging
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.api.test_clock_change_days import archive, roll_up
 from tests.integration.kafka_tail import TopicTail
+from tests.spark_session import local_spark
 
 CHROME = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
@@ -48,18 +48,8 @@ SENT = {
 
 @pytest.fixture
 def spark() -> Iterator[SparkSession]:
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("footfall-referrer-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with local_spark("footfall-referrer-tests") as session:
+        yield session
 
 
 @pytest.mark.django_db
