@@ -26,7 +26,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -48,6 +47,7 @@ from tests.integration.collector.test_collect import CHROME
 from tests.integration.conftest import kafka_admin, rt_topic  # noqa: F401 - fixtures
 from tests.integration.realtime.conftest import wait_consumed
 from tests.integration.realtime.test_exactly_once import end_offsets
+from tests.ports import free_port
 from tests.reliability.conftest import REPO, Results, Row, size
 from tests.reliability.faults import wait_for
 
@@ -63,12 +63,6 @@ PATHS = 40
 THREADS = 8
 MAX_GROWTH = 0.05
 MAX_ERROR_RATE = 0.0001
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def rss_kib(pid: int) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -26,6 +25,7 @@ from footfall.config import Config
 from footfall_capture.events import decode
 from tests.integration.kafka_tail import TopicTail
 from tests.integration.packaging.conftest import Wheels
+from tests.ports import free_port
 from tests.reliability.faults import stack, wait_for
 
 # What a host must never be made to install: the server's heavy parts.
@@ -64,12 +64,6 @@ class Host:
 def host_environment() -> dict[str, str]:
     """A host's own environment: none of the stack's variables, DEBUG off, no SECRET_KEY."""
     return {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], "DEBUG": "0", "PYTHONUNBUFFERED": "1"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module", params=["4.2", "5.2"], ids=lambda v: f"django-{v}")

@@ -9,7 +9,6 @@ without the ``dashboard`` extra, and that it keeps its data outside site-package
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import pytest
 from footfall.config import Config
 from tests.integration.chromium import chromium
 from tests.integration.packaging.conftest import REPO, Wheels
+from tests.ports import free_port
 
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 # SECURE_SSL_REDIRECT is on in production: the requests come "through" a TLS proxy.
@@ -42,12 +42,6 @@ def run(argv: list[str], **kwargs: object) -> str:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, **kwargs)  # type: ignore[call-overload]
     assert proc.returncode == 0, f"{argv} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get(url: str) -> tuple[int, str, bytes]:
