@@ -90,6 +90,7 @@ from bench.cpu import group_seconds, stack_pid
 from bench.harness import PYTHON, BenchError, Server, free_port
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
+from footfall.vocabulary import INTERVALS, METRICS, REFPAGE_SEPARATOR
 from footfall_capture.events import Event, Utm
 from historical.buckets import day_buckets
 from historical.store import (
@@ -103,7 +104,7 @@ from historical.store import (
     hour_document,
     load_day,
 )
-from realtime.keys import PREFIX, REFPAGE_SEPARATOR, KeyLayout
+from realtime.keys import PREFIX, KeyLayout
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 
@@ -374,7 +375,7 @@ Call = Callable[[QueryService, SiteInfo, dict[str, str]], object]
 
 def _timeseries(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> object:  # as views.TimeseriesView
     metric = p.choice(q, "metric", p.METRICS, "pageviews")
-    interval = p.choice(q, "interval", p.INTERVALS, "day")
+    interval = p.choice(q, "interval", INTERVALS, "day")
     rng = p.parse_range(q, site.tz, svc.now(), p.DEFAULT_SPAN[interval], p.MAX_SPAN[interval])
     return svc.timeseries(site, metric, interval, rng, p.parse_filters(q.get("filters")))
 
@@ -382,7 +383,7 @@ def _timeseries(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> object:
 def _breakdown_args(q: dict[str, str]) -> tuple[int, int, tuple[str, ...]]:
     limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
     page = p.bounded_int(q, "page", 1, 1, 100_000)
-    return limit, page, p.parse_metrics(q.get("metrics"), p.BREAKDOWN_METRICS, ("pageviews", "visitors"))
+    return limit, page, p.parse_metrics(q.get("metrics"), METRICS, ("pageviews", "visitors"))
 
 
 def _breakdown(dimension: str) -> Call:

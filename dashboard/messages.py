@@ -8,7 +8,7 @@ import redis
 from confluent_kafka import KafkaException
 from pymongo.errors import PyMongoError
 
-from realtime.queries import QueryError
+from footfall.vocabulary import QueryError
 
 START_STACK = "start the stack with deploy/local/up.sh (or `python -m deploy.local.stack start {service}`)"
 

@@ -22,7 +22,8 @@ from api.query.service import PREVIOUS_PARTIAL
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
-from footfall_capture.events import Event, ref_label
+from footfall.vocabulary import ref_label
+from footfall_capture.events import Event
 from historical.rollups import run_rollup
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout

@@ -24,7 +24,8 @@ from pymongo.database import Database
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
-from footfall_capture.events import Event, ref_label
+from footfall.vocabulary import ref_label
+from footfall_capture.events import Event
 from historical.buckets import day_buckets
 from historical.reconcile import reconcile_day
 from historical.store import BREAKDOWNS, DAILY, HOURLY, RECONCILIATION, RUNS, DayDocuments, hour_document, load_day
