@@ -1,7 +1,7 @@
 """HTTP views of the REST API: parse parameters, call the query service, render.
 
-Thin on purpose: validation lives in :mod:`api.query.params`, the lambda merge in
-:mod:`api.query.service` (shared in-process with the dashboard), auth in :mod:`api.auth`.
+Thin on purpose: validation lives in :mod:`query.params`, the lambda merge in
+:mod:`query.service` (shared in-process with the dashboard), auth in :mod:`api.auth`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from rest_framework.views import APIView
 from api import serializers as s
 from api.auth import ApiKeyAuthentication, ApiKeyRateThrottle, SiteReadAccess
 from api.health import check_all
-from api.query import params as p
-from api.query.runtime import get_service
-from api.query.service import SiteInfo
 from api.renderers import CsvRenderer
 from collector.models import ApiKey
 from footfall import vocabulary as v
 from footfall.vocabulary import QueryError
+from query import params as p
+from query.runtime import get_service
+from query.service import SiteInfo
 
 
 class HealthView(APIView):

@@ -35,8 +35,8 @@ cache of settled reads as configured by default (``--cache-items``, 0 turns it o
 seconds: pick an endpoint of :data:`MIX` by weight, GET it, wait an exponential think time of
 mean ``--think-ms``. Latency is measured by the client, request sent → body read.
 
-**Raw.** The same :class:`api.query.service.QueryService` call each endpoint's view makes (same
-parameters, parsed by :mod:`api.query.params`), in this process, no HTTP, no Django, without the
+**Raw.** The same :class:`query.service.QueryService` call each endpoint's view makes (same
+parameters, parsed by :mod:`query.params`), in this process, no HTTP, no Django, without the
 cache of settled reads (so it is the store query itself), one at a time: ``--raw-reps`` times
 per endpoint, endpoints interleaved, half before the load and half after it (an endpoint stops
 early after ``--raw-budget`` seconds). The time spent inside pymongo cursor fetches and
@@ -84,8 +84,6 @@ import redis
 import urllib3
 
 import historical.store
-from api.query import params as p
-from api.query.service import QueryService, SiteInfo
 from bench.cpu import group_seconds, stack_pid
 from bench.harness import PYTHON, BenchError, Server, free_port
 from footfall.config import load_config
@@ -104,8 +102,10 @@ from historical.store import (
     hour_document,
     load_day,
 )
+from query import params as p
+from query.realtime import RealtimeQueries
+from query.service import QueryService, SiteInfo
 from realtime.keys import PREFIX, KeyLayout
-from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,14 +8,14 @@ Usage, from the repository root (no services needed)::
 1. An archive of ``--events`` rows (duplicates included) is generated once and cached under
    ``~/.cache/footfall/bench/rollup-n<events>-s<seed>-g<version>/`` in exactly the archiver's
    layout (``events/site_id=…/date=…/hour=…/part-….parquet``, Arrow schema
-   :data:`spark_jobs.schema.ARROW_SCHEMA`, zstd, written by pyarrow like
-   :mod:`historical.archive`). Five sites, four in their own time zones and one with none
+   :data:`archive.schema.ARROW_SCHEMA`, zstd, written by pyarrow like
+   :mod:`archive.store`). Five sites, four in their own time zones and one with none
    (UTC), 8 local days spanning both the EU and US end of daylight saving time, skewed page popularity, a
    realistic referrer mix (direct, search, social, internal, a long tail, unparseable ones),
    4% bot events, 5% of the rows are re-delivered copies (same event, later ``received_at``,
    new offset) in later batch files, some late events. DuckDB's SQL engine is the vectorized
    random generator (hashes of the row number, so the data do not depend on thread count).
-2. Spark, ``local[2]``: :func:`spark_jobs.rollup.extract` and :func:`spark_jobs.transforms.rollup`
+2. Spark, ``local[2]``: :func:`archive.reader.read_events` and :func:`spark_jobs.transforms.rollup`
    (dedupe, localize, only humans, page views, breakdowns), keeping the ``page``, ``ref`` and
    ``refpage`` breakdowns: page views and unique visitors per site, local day and value.
 3. DuckDB (2 threads) computes the same from the same files with SQL written from the rules in
@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from spark_jobs.schema import ARROW_SCHEMA, EVENTS_DIR
+from archive.schema import ARROW_SCHEMA, EVENTS_DIR
 from spark_jobs.transforms import DEFAULT_TZ, DIRECT, REFPAGE_SEP, UNKNOWN
 
 REPO = Path(__file__).resolve().parent.parent
@@ -375,12 +375,13 @@ def run_spark(
     """The job's extract and transforms (``rollup``), its breakdowns of ``dimensions`` as Arrow."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.rollup import extract, zone_changes
+    from archive.reader import read_events
+    from spark_jobs.rollup import zone_changes
     from spark_jobs.transforms import rollup
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     machine, cpu, started = machine_busy_s(), process_cpu_s(jvm) + process_cpu_s(), time.monotonic()
-    events = extract(spark, root.as_uri(), sorted(site_tz), days)
+    events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
     breakdowns = rollup(events, zones, days, changes)["breakdowns"]
@@ -565,7 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     root, meta = ensure_archive(args.events, args.seed, args.regenerate)
     site_tz: dict[str, str | None] = meta["sites"]
     days = rollup_days(meta)
-    from spark_jobs.rollup import utc_dates_for
+    from archive.reader import utc_dates_for
 
     dates = utc_dates_for(days)
     print(

@@ -9,12 +9,12 @@ from zoneinfo import ZoneInfo
 
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from api.query.params import MAX_LIMIT, Filter
-from api.query.runtime import get_service
 from dashboard import figures, messages, tables
 from dashboard.access import SiteChoice, current, problem_for_viewer
 from dashboard.ranges import DayRange, RangeError, resolve, today_in
 from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS
+from query.params import MAX_LIMIT, Filter
+from query.runtime import get_service
 
 log = logging.getLogger(__name__)
 METRICS = list(figures.METRIC_LABELS)

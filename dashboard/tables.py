@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 from dash.dash_table.Format import Format, Scheme
 
-from api.renderers import CsvRenderer
 from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS
+from query.export import to_csv
 
 DIMENSION_TITLES = {
     "pages": "Pages",
@@ -211,4 +211,4 @@ def invalid_rows(stats: Mapping[str, int]) -> list[dict[str, object]]:
 def csv_text(rows: Iterable[Mapping[str, object]], metrics: Iterable[str]) -> str:
     """The Download CSV of a breakdown table: the API's CSV of the same rows, so an empty
     table still has its header row (``value`` and the metrics)."""
-    return CsvRenderer().render({"results": list(rows), "metrics": list(metrics)}).decode()
+    return to_csv({"results": list(rows), "metrics": list(metrics)})

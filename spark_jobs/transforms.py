@@ -1,7 +1,7 @@
 """The nightly rollup's transforms: pure DataFrame → DataFrame functions over archive rows.
 
 No I/O, no SparkSession, no clock: the extract step reads the archive with
-:data:`spark_jobs.schema.SPARK_DDL` and passes DataFrames and days in; the load step
+:data:`archive.schema.SPARK_DDL` and passes DataFrames and days in; the load step
 writes what comes out. Only built-in Spark SQL functions are used (no Python UDFs), so
 everything runs in the JVM.
 

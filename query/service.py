@@ -1,10 +1,10 @@
 """The serving layer: answers the API's and the dashboard's questions from both stores.
 
-Each query's range is cut by :mod:`api.query.plan` into settled days (Mongo rollups, exact)
+Each query's range is cut by :mod:`query.plan` into settled days (Mongo rollups, exact)
 and the rest (Redis counters, minute resolution, within retention); the answers are
 stitched and every response says in ``sources`` which part came from where, what could
 not be answered and how visitors were counted. Arguments are validated values (see
-:mod:`api.query.params`); results are plain JSON-ready dicts.
+:mod:`query.params`); results are plain JSON-ready dicts.
 
 Visitors. A bucket served by the batch layer has the exact number of distinct visitor ids;
 a realtime bucket a HyperLogLog estimate (±0.81 %). Visitor ids are cookieless and rotate
@@ -23,12 +23,12 @@ from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
 
-from api.query import history
-from api.query.params import MAX_LIMIT, Filter, Range
-from api.query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
-from api.query.settled_cache import SettledCache
 from footfall.vocabulary import EVENT_DIMENSIONS, REFPAGE_SEPARATOR, SESSION_DIMENSIONS, QueryError
-from realtime.queries import RealtimeQueries, Row
+from query import history
+from query.params import MAX_LIMIT, Filter, Range
+from query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
+from query.realtime import RealtimeQueries, Row
+from query.settled_cache import SettledCache
 from realtime.trends import Rising
 
 R = TypeVar("R")

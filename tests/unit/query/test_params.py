@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from api.query import params as p
 from footfall.vocabulary import METRICS, QueryError
+from query import params as p
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, 30, tzinfo=dt.UTC)
 

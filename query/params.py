@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from api.query.plan import floor
 from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS, REFPAGE_SEPARATOR, QueryError
+from query.plan import floor
 
 # Longest range per interval: bounds the number of buckets and store keys a query touches.
 MAX_SPAN = {"minute": dt.timedelta(days=2), "hour": dt.timedelta(days=93), "day": dt.timedelta(days=3 * 366)}
