@@ -18,12 +18,12 @@ from rest_framework.views import APIView
 
 from api import serializers as s
 from api.auth import ApiKeyAuthentication, ApiKeyRateThrottle, SiteReadAccess
-from api.health import check_all
 from api.renderers import CsvRenderer
 from collector.models import ApiKey
 from footfall import vocabulary as v
 from footfall.vocabulary import QueryError
 from query import params as p
+from query.health import check_all
 from query.runtime import get_service
 from query.service import SiteInfo
 
