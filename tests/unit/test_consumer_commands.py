@@ -85,8 +85,8 @@ def test_a_processor_that_ends_on_its_own_is_built_again_with_a_fresh_watch(
     StuckOnceProcessor.runs = 0
     watches: list[GroupWatch] = []
 
-    def build(*args: object, **_kwargs: object) -> object:
-        watches.append(next(a for a in args if isinstance(a, GroupWatch)))
+    def build(*_args: object, watch: GroupWatch, **_kwargs: object) -> object:
+        watches.append(watch)
         return (StuckOnceProcessor(), Factory()) if command == "run_archiver" else StuckOnceProcessor()
 
     if command == "run_archiver":
