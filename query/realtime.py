@@ -276,8 +276,8 @@ class RealtimeQueries:
         if not 1 <= limit <= 1000:
             raise QueryError("limit", "must be between 1 and 1000")
         minutes = _minutes(start_ms, end_ms)
-        # One ZUNION sums the minutes' sorted sets inside Redis: ~10x cheaper than reading
-        # every minute's members and summing them here (whole hours are one key each).
+        # One ZUNION sums the minutes' sorted sets inside Redis instead of shipping every
+        # minute's members here to be summed (whole hours are one key each).
         pipe.zunion(self._top_keys(site, minutes, dim), withscores=True)
 
         def parse(raw: Iterator[Any]) -> list[tuple[str, int]]:
