@@ -236,6 +236,7 @@ def test_failed_rollup_is_retried_once_per_failure_then_reported(worker: Worker)
 def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
     from footfall.celery_app import app
 
+    app.loader.import_default_modules()  # what a worker does at start: every app's tasks module
     schedule = app.conf.beat_schedule
     assert app.conf.timezone == "UTC"
     assert app.conf.task_acks_late is True
