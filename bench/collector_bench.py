@@ -1,48 +1,26 @@
-"""Collector benchmark: what ClickstreamMiddleware costs a Django site, and what a beacon
-costs the collector, as throughput ratios measured side by side in one run.
+"""Collector benchmark: what ClickstreamMiddleware costs a Django site, and what a beacon costs
+the collector, as throughput ratios measured side by side in one run.
 
-Run from the repository root::
+    python -m bench.collector_bench [-d 10] [-r 3] [--cpus auto|none|0:1] [--stack auto|env|own]
+    python -m bench.collector_bench --instructions [--requests 300] [-r 2]
 
-    ~/.cache/footfall/venv/bin/python -m bench.collector_bench            # defaults below
-    ~/.cache/footfall/venv/bin/python -m bench.collector_bench -d 20 -r 5 # longer, more rounds
+Stack: with ``KAFKA_BOOTSTRAP_SERVERS`` set the stack it names is used; otherwise Redis and
+Kafka are started with ``python -m deploy.local.stack`` on the bench's own ports
+(``FOOTFALL_BENCH_KAFKA_PORT``/``_REDIS_PORT``, 39092/36379) and stopped at the end.
 
-Stack: with ``KAFKA_BOOTSTRAP_SERVERS`` set (``eval "$(python -m deploy.local.stack env)"``)
-the stack it names is used and must be up; otherwise the script starts a private Redis and
-Kafka on its own ports (``FOOTFALL_BENCH_KAFKA_PORT`` 39092, ``..._REDIS_PORT`` 36379) in
-a temporary directory and stops it at the end (``--stack env|own`` forces either).
+Four gunicorns serve the project (bench/settings_bench.py, bench/urls.py): A and A2 as it is,
+B with ClickstreamMiddleware, C as it is for the beacon pair. After 30 s of tracked traffic
+(the broker's JIT settles) and a warm-up of each variant, rounds alternate the variants
+(reversed every other round) under wrk. Ratios are medians over rounds of per-round ratios:
+``B_page / A_page`` (goal >= 0.95; also against A's twin A2, and UNRESOLVED when the two
+disagree or the A/A control ``A2_page / A_page`` is off 1.00 by more than the margin) and
+``A_collect / A_empty`` (beacon, goal >= 0.80). Per variant: req/s, p50/p99, statuses, server
+CPU per request, and the events on Kafka against the 2xx wrk saw. By default the servers run on
+every CPU but the last and wrk and a private stack on the last (``--cpus``).
 
-What is measured. Four gunicorns serve the same project (bench/settings_bench.py,
-bench/urls.py): A and A2 as it is, B with ClickstreamMiddleware and
-``FOOTFALL_SITE_ID=bench``, and C as it is for the beacon pair. wrk loads them over
-loopback: 30 s of tracked traffic so the Kafka broker's JIT settles (``--broker-warmup``),
-a warm-up of each variant, then rounds that alternate the variants (order reversed every
-other round, so machine drift hits all of them alike):
-
-* ``A_page`` / ``B_page``: GET /bench/page, a small HTML page that B records as a page view;
-  middleware ratio = the median over rounds of B / A (goal >= 0.95);
-* ``A2_page`` / ``A_page``: the same page on two identical servers, an A/A control with no
-  goal. On a shared VM two instances of one server can differ by more than the middleware
-  goal's 5 % margin (bench/README.md, eighth round), so B is also compared with A2 (same
-  goal), and the middleware goal's verdict is PASS or FAIL only when both comparisons
-  agree and the control is within the goal's margin of 1.00, UNRESOLVED otherwise
-  (bench/collector_report.py);
-* ``A_collect`` / ``A_empty``: POST /collect with a tracker-like beacon vs. a bare 204 view,
-  both on C; beacon ratio = the median over rounds of collect / empty (goal >= 0.80). On their own
-  server so that A and A2 serve exactly the same traffic.
-
-CPUs: by default (``--cpus auto``) the four gunicorns run on every CPU but the last, and the
-bench, wrk and a private stack's Kafka and Redis on the last one, as a web server's cores
-serve only the web app in production; ``--cpus none`` lets all of them share every CPU
-(bench/README.md, eleventh round, says what the sharing cost the tracked variants).
-
-Per variant: median requests/s over the rounds, p50/p99 latency (medians over rounds),
-status counts, CPU time per request of the server and of the Kafka broker (bench/cpu.py),
-and the events the run added to the events topic (Kafka high watermarks, read once the
-topic is quiet) against the 202s (beacons) or 200s (tracked pages) wrk saw. Results: a
-table on stdout and JSON in ``artifacts/bench/collector.json`` (bench/collector_report.py).
-
-Exit status: 0 when the measurement completed, whether or not the goals are met; 1 when
-the benchmark itself failed (a non-2xx answer or socket error, a server that did not start).
+``--instructions``: instructions per tracked page view under callgrind instead (see
+bench/collector_instructions.py). JSON: ``artifacts/bench/collector.json`` (or
+``collector_instructions.json``). Exit status 1 when the benchmark itself failed.
 """
 
 from __future__ import annotations
@@ -50,7 +28,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -58,10 +35,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from bench import collector_report, harness
-from bench.cpu import CpuMeter, stack_pid
+from bench import collector_instructions, collector_report, harness
 from bench.harness import REPO, BenchError, Server, Watermarks
+
+OUT = REPO / "artifacts" / "bench"
 
 
 @dataclass(frozen=True)
@@ -84,11 +63,8 @@ VARIANTS = (
 
 
 def gunicorn_args(workers: int, threads: int) -> list[str]:
-    # The same for A and B. gthread, because it is how Django is usually served behind a
-    # keep-alive proxy: sync workers close every connection, so wrk would mostly measure
-    # TCP set-up. One process per core (2 here): each has its own GIL. A few threads per
-    # process overlap the short waits (Redis salt, SQLite site lookups) as in production,
-    # and B's tracker thread competes with them for the GIL exactly as it would there.
+    # gthread keeps connections alive as behind a proxy (sync workers would make wrk measure
+    # TCP set-up); a few threads overlap the short waits (Redis salt, SQLite) as in production.
     return [
         "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
         "--keep-alive", "5", "--timeout", "60", "--graceful-timeout", "15", "--log-level", "warning",
@@ -96,30 +72,19 @@ def gunicorn_args(workers: int, threads: int) -> list[str]:
 
 
 class Bench:
-    """The servers, the Kafka counter and the CPU meter of one benchmark run."""
+    """The servers and the Kafka counter of one run."""
 
     def __init__(self, args: argparse.Namespace, workdir: Path, cleanup: contextlib.ExitStack) -> None:
-        self.args = args
-        self.split: harness.CpuSplit | None = args.cpu_split
-        if self.split is not None:  # before the stack starts: a private stack's Kafka and Redis inherit it, as wrk does
+        self.args, self.split = args, args.cpu_split
+        if self.split is not None:  # before the stack starts: its Kafka and Redis inherit it, as wrk does
             os.sched_setaffinity(0, self.split.rest)
-        self.stack = harness.use_stack(args.stack, workdir, cleanup)
-        env = harness.bench_env(self.stack.app_env, workdir)
-        if args.beacon_middleware:
-            env["FOOTFALL_BENCH_BEACON_MIDDLEWARE"] = "1"
+        self.stack = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
+        env = harness.bench_env(self.stack.env, workdir)
         harness.create_site(env)
-        gargs = gunicorn_args(args.workers, args.gunicorn_threads)
-        # Every server gets the variable, "0" or "1", so their environments differ in that one
-        # value and not in size (the environment's size moves a process's initial stack,
-        # which can shift its speed by a few per cent).
+        # Every server gets the variable, "0" or "1": environments of the same size.
+        gargs, cpus = gunicorn_args(args.workers, args.gunicorn_threads), self.split and self.split.servers
         self.servers = {
-            name: Server(
-                name,
-                {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag},
-                gargs,
-                workdir / f"gunicorn-{name}.log",
-                cpus=self.split.servers if self.split else None,
-            )
+            name: Server(name, {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag}, gargs, workdir / f"{name}.log", cpus=cpus)
             for name, flag in (("A", "0"), ("B", "1"), ("A2", "0"), ("C", "0"))
         }
         for server in self.servers.values():
@@ -127,63 +92,45 @@ class Bench:
             server.start()
         self.marks = Watermarks(env)
         cleanup.callback(self.marks.close)
-        kafka = stack_pid("kafka", self.stack.stack_env) if self.stack.stack_env else None
-        groups = {f"server_{name}": s.proc.pid if s.proc else None for name, s in self.servers.items()}
-        self.meter = CpuMeter({**groups, "kafka": kafka})
 
     def cpus(self) -> str:
         if self.split is None:
             return "CPUs shared by servers, wrk and stack"
-        # A stack from the environment was started by someone else, on whatever CPUs it has.
         return self.split.describe() + ("" if self.stack.own else " (the environment's stack: not moved)")
 
-    def wrk(self, var: Variant, duration: float) -> dict:
+    def wrk(self, var: Variant, duration: float) -> dict[str, Any]:
         url = self.servers[var.server].url + var.path
         return harness.run_wrk(url, var.mode, self.args.threads, self.args.connections, duration)
 
     def warm_up(self) -> None:
-        """Caches, DB connections, Kafka producers and salts: the first beacons of a fresh
-        worker take a good part of a second."""
-        for var in VARIANTS:
-            self._check_warm(var, self.wrk(var, self.args.warmup))
-
-    @staticmethod
-    def _check_warm(var: Variant, run: dict) -> None:
-        if any(not 200 <= int(code) < 300 for code in run["statuses"]):
-            raise BenchError(f"warm-up of {var.key} answered {run['statuses']}")
-
-    def warm_broker(self) -> None:
-        """Real tracked traffic (page views through B, beacons through C, alternating in
-        slices of at most 15 s) for ``--broker-warmup`` seconds, before anything is measured.
-
-        Why: a JVM broker compiles its hot paths after it starts. A private stack's broker
-        runs with C1 only (``harness.PRIVATE_BROKER_JVM``), which settles within ~20 s of
-        traffic; with C2 (a stack from the environment) it takes minutes. Both tracking servers'
-        producers take part, so no round meets a broker that has not yet seen them. A
-        slice's broker CPU per event is printed so a reader can see it settle."""
+        """Tracked traffic (B's pages and C's beacons in turn) for ``--broker-warmup`` seconds,
+        so the broker has compiled its hot paths; then every variant (caches, producers, salts)."""
         tracked = [var for var in VARIANTS if var.tracked]
         left, turn = self.args.broker_warmup, 0
         while left > 0:
-            var, seconds = tracked[turn % len(tracked)], min(15.0, left)
-            before = self.meter.snapshot()
-            run = self.wrk(var, seconds)
-            self._check_warm(var, run)
-            kafka = CpuMeter.delta(before, self.meter.snapshot()).get("kafka")
-            per_event = f"{kafka * 1e6 / max(run['requests'], 1):.0f} µs" if kafka is not None else "n/a"
-            print(f"broker warm-up {var.key:<10} {seconds:4.0f} s  broker CPU per event {per_event}", flush=True)
-            left, turn = left - seconds, turn + 1
+            self._check_warm(tracked[turn % len(tracked)], min(15.0, left))
+            left, turn = left - 15.0, turn + 1
+        for var in VARIANTS:
+            self._check_warm(var, self.args.warmup)
 
-    def measure(self, var: Variant) -> dict:
+    def _check_warm(self, var: Variant, seconds: float) -> None:
+        run = self.wrk(var, seconds)
+        if any(not 200 <= int(code) < 300 for code in run["statuses"]):
+            raise BenchError(f"warm-up of {var.key} answered {run['statuses']}")
+
+    def measure(self, var: Variant) -> dict[str, Any]:
         """One wrk run of ``var``: throughput, latency, statuses, CPU, events on Kafka."""
         start_events = self.marks.settled(quiet=0.5)
-        cpu_before, window = self.meter.snapshot(), time.monotonic()
+        server = self.servers[var.server]
+        before = (server.cpu_s(), harness.own_cpu_seconds(children=True), harness.machine_busy_seconds())
+        window = time.monotonic()
         run = self.wrk(var, self.args.duration)
         produced = self.marks.settled() - start_events  # the middleware delivers after answering
-        cpu = CpuMeter.delta(cpu_before, self.meter.snapshot())
+        server_cpu = server.cpu_s() - before[0]
+        wrk_cpu = harness.own_cpu_seconds(children=True) - before[1]
+        others = harness.machine_busy_seconds() - before[2] - server_cpu - wrk_cpu  # incl. the idle servers'
         window = time.monotonic() - window
         statuses = {int(k): v for k, v in run["statuses"].items()}
-        requests = max(run["requests"], 1)
-        server_cpu = cpu.get(f"server_{var.server}", 0.0)
         return {
             "rps": run["requests"] / (run["duration_us"] / 1e6),
             "p50_ms": run["latency_us"]["p50"] / 1000,
@@ -192,23 +139,19 @@ class Bench:
             "statuses": statuses,
             "non_2xx": sum(n for code, n in statuses.items() if not 200 <= code < 300),
             "socket_errors": {k: v for k, v in run["errors"].items() if k != "status" and v},
-            "cpu_s": cpu,
-            # Share of the machine's CPU that went to other work (other tenants) meanwhile.
-            "others_cpu_share": round(cpu["other"] / (window * (os.cpu_count() or 1)), 3),
-            "server_cpu_ms_per_req": round(server_cpu * 1000 / requests, 4),
-            "kafka_cpu_ms_per_req": round(cpu.get("kafka", 0.0) * 1000 / requests, 4) if "kafka" in cpu else None,
+            "others_cpu_share": round(max(others, 0.0) / (window * (os.cpu_count() or 1)), 3),
+            "server_cpu_ms_per_req": round(server_cpu * 1000 / max(run["requests"], 1), 4),
             "events_produced": produced,
             "events_expected": sum(n for c, n in statuses.items() if 200 <= c < 300) if var.tracked else 0,
         }
 
-    def run(self) -> dict[str, list[dict]]:
+    def run(self) -> dict[str, list[dict[str, Any]]]:
         args = self.args
         servers = ", ".join(f"{name} {server.url}" for name, server in self.servers.items())
         load = f"wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, {args.rounds} rounds"
         print(f"stack: {self.stack.description}; {servers}; {load}; {self.cpus()}", flush=True)
-        self.warm_broker()
         self.warm_up()
-        runs: dict[str, list[dict]] = {var.key: [] for var in VARIANTS}
+        runs: dict[str, list[dict[str, Any]]] = {var.key: [] for var in VARIANTS}
         for round_no in range(args.rounds):
             for var in VARIANTS if round_no % 2 == 0 else tuple(reversed(VARIANTS)):
                 result = self.measure(var)
@@ -216,8 +159,7 @@ class Bench:
                 print(
                     f"round {round_no + 1}/{args.rounds} {var.key:<10} {result['rps']:7.0f} req/s  "
                     f"p50 {result['p50_ms']:6.1f} ms  p99 {result['p99_ms']:6.1f} ms  "
-                    f"server CPU {result['server_cpu_ms_per_req']:.3f} ms/req  "
-                    f"others' CPU {result['others_cpu_share']:.0%}  statuses {result['statuses']}  "
+                    f"server CPU {result['server_cpu_ms_per_req']:.3f} ms/req  statuses {result['statuses']}  "
                     f"events {result['events_produced']}/{result['events_expected']}",
                     flush=True,
                 )
@@ -230,46 +172,47 @@ def _commit() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench.collector_bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("-t", "--threads", type=int, default=2, help="wrk threads (default 2)")
-    parser.add_argument("-c", "--connections", type=int, default=32, help="wrk connections (default 32)")
-    parser.add_argument("-d", "--duration", type=float, default=10, help="seconds per measured run (default 10)")
-    parser.add_argument("-w", "--warmup", type=float, default=5, help="seconds of warm-up per variant (default 5)")
-    parser.add_argument(
-        "--broker-warmup",
-        type=float,
-        default=30,
-        help="seconds of tracked traffic first, so the broker's JIT has settled (default 30; see Bench.warm_broker)",
-    )
-    parser.add_argument("-r", "--rounds", type=int, default=3, help="rounds over all variants (default 3)")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
-    parser.add_argument("--gunicorn-threads", type=int, default=4, help="threads per gunicorn worker (default 4)")
-    parser.add_argument("--stack", choices=("auto", "env", "own"), default="auto", help="see the module docstring")
-    parser.add_argument(
-        "--cpus",
-        default="auto",
-        metavar="SERVERS:REST|auto|none",
-        help="run the servers under test on CPUs of their own, apart from wrk and the private stack (e.g. 0:1); "
-        "auto (default): every CPU but the last for the servers, the last for the rest; none: all share every CPU",
-    )
-    parser.add_argument(
-        "--beacon-middleware",
-        action="store_true",
-        help="install collector.middleware.BeaconMiddleware in every server (if Footfall's settings do not yet)",
-    )
-    parser.add_argument("--json", type=Path, default=REPO / "artifacts" / "bench" / "collector.json")
-    parser.add_argument("--keep-workdir", action="store_true", help="keep gunicorn logs and the bench database")
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m bench.collector_bench", description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("-t", "--threads", type=int, default=2, help="wrk threads (default 2)")
+    add("-c", "--connections", type=int, default=32, help="wrk connections (default 32)")
+    add("-d", "--duration", type=float, default=10, help="seconds per measured run (default 10)")
+    add("-w", "--warmup", type=float, default=5, help="seconds of warm-up per variant (default 5)")
+    add("--broker-warmup", type=float, default=30, help="seconds of tracked traffic first (default 30)")
+    add("-r", "--rounds", type=int, default=None, help="rounds over all variants (default 3; 2 with --instructions)")
+    add("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
+    add("--gunicorn-threads", type=int, default=4, help="threads per gunicorn worker (default 4)")
+    add("--stack", choices=("auto", "env", "own"), default="auto", help="see above")
+    add("--cpus", default="auto", metavar="SERVERS:REST|auto|none", help="CPUs of the servers and of the rest")
+    add("--instructions", action="store_true", help="count instructions per page view under callgrind instead")
+    add("--requests", type=int, default=300, help="--instructions: page views per phase (default 300)")
+    add("--json", type=Path, default=None, help="where to write the results")
+    add("--keep-workdir", action="store_true", help="keep gunicorn logs and the bench database")
+    if argv and argv[0] == collector_instructions.CHILD_FLAG:  # under callgrind
+        args = parser.parse_args(argv[2:])
+        collector_instructions.child(args.requests, args.rounds, Path(argv[1]))
+        sys.stdout.flush()
+        os._exit(0)  # no interpreter teardown: valgrind's exit dump is not read anyway
     args = parser.parse_args(argv)
+    args.rounds = args.rounds or (2 if args.instructions else 3)
     try:
         args.cpu_split = harness.parse_cpu_split(args.cpus, frozenset(os.sched_getaffinity(0)))
     except ValueError as exc:
         parser.error(f"--cpus {exc}")
     harness.handle_signals()
-    harness.debian_tool("wrk")  # fail (or install it) before starting anything
     workdir = Path(tempfile.mkdtemp(prefix="footfall-bench-"))
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     try:
         with contextlib.ExitStack() as cleanup:
+            if not args.keep_workdir:
+                cleanup.callback(shutil.rmtree, workdir, True)
+            if args.instructions:
+                stack = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
+                doc = collector_instructions.run(args.requests, args.rounds, stack.env, workdir)
+                harness.write_json(doc, args.json or OUT / "collector_instructions.json")
+                return 0
+            harness.debian_tool("wrk")  # fail (or install it) before starting anything
             bench = Bench(args, workdir, cleanup)
             runs = bench.run()
     except (BenchError, subprocess.CalledProcessError) as exc:
@@ -278,29 +221,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; servers and stack stopped", file=sys.stderr)
         return 130
-    finally:
-        if args.keep_workdir:
-            print(f"logs and database kept in {workdir}", file=sys.stderr)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
     config = {
         "wrk": f"-t{args.threads} -c{args.connections} -d{args.duration:g}s (warm-up {args.warmup:g}s)",
-        "broker_warmup_s": args.broker_warmup,
-        "rounds": args.rounds,
+        "broker_warmup_s": args.broker_warmup, "rounds": args.rounds,
         "gunicorn": " ".join(gunicorn_args(args.workers, args.gunicorn_threads)),
-        "stack": bench.stack.description,
-        "beacon_middleware": args.beacon_middleware,
-        "cpus": os.cpu_count(),
-        "cpu_split": bench.cpus(),
-        "python": platform.python_version(),
-        "commit": _commit(),
-        "started": started,
-    }
+        "stack": bench.stack.description, "cpu_split": bench.cpus(), "machine": harness.machine(),
+        "commit": _commit(), "started": started,
+    }  # fmt: skip
     doc = collector_report.build(config, runs, [v.key for v in VARIANTS], args.connections)
     collector_report.print_table(doc, {v.key: f"{v.method} {v.path}" for v in VARIANTS})
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    collector_report.write_json(doc, args.json)
-    print(f"JSON: {args.json}")
+    harness.write_json(doc, args.json or OUT / "collector.json")
     return 0 if doc["ok"] else 1
 
 

@@ -1,39 +1,20 @@
-"""Instructions per tracked page view, by thread: ClickstreamMiddleware under callgrind.
+"""Instructions per tracked page view, by thread, under callgrind: the collector bench's
+``--instructions`` mode, the instrument that does not swing with a shared machine's load.
 
-Run from the repository root (about 4 minutes with the defaults; needs valgrind, installed
-with ``apt-get`` when missing and running as root)::
-
-    ~/.cache/footfall/venv/bin/python -m bench.collector_instructions [--requests 300] [--rounds 2]
-        [--without geolocate,parse_user_agent] [--stack auto|env|own]
-
-Why: CPU time per request on a shared VM swings by ±12 % between rounds of 500 page views
-(bench/README.md), more than the effects worth measuring here (a few µs of a ~700 µs page).
-Instructions executed do not swing: under valgrind the same work counts the same to about
-0.1 %, so a change to the middleware's work can be checked, and its parts ranked, in one run.
-What it does not see is the cost of an instruction (cache misses, the GIL's hand-overs, the
-threads running side by side on two cores) or the kernel's work (futex wake-ups, sockets):
-on real hardware the middleware costs more than its instruction count says, never less. The
-ratio printed is therefore a ceiling for the collector benchmark's ``B_page / A_page``, not
-an estimate of it. Only the request thread and the tracker count towards it: librdkafka's
-threads and the sink's poll loop also run by the clock, which valgrind slows ~50 times
-(see :func:`counted`); their columns are shown in parentheses.
-
-How: the same two WSGI handlers as ``bench.collector_threads`` (A without the middleware, B
-with it; the benchmark's page view) in one process run by ``valgrind --tool=callgrind
---separate-threads=yes``. After a warm-up, rounds alternate A and B (and each ``--without``
-variant: B with those enrichment steps left out); after each phase the process waits for the
-tracker and the producer to finish the phase's events, then asks callgrind to dump its
-counters (``callgrind_control --dump``), which resets them. Each dump is one phase: Ir per
-page view per thread, median over rounds per variant. The stack (Redis and Kafka) is the
-environment's or a private one, as for ``bench.collector_bench`` (``--stack``). Prints a table
-and writes ``artifacts/bench/collector_instructions.json``.
+Two Django WSGI handlers in one process run by ``valgrind --tool=callgrind
+--separate-threads=yes``: A without ClickstreamMiddleware, B with it (the bench's page view,
+browser-like headers). After a warm-up, rounds alternate A and B; after each phase the
+process waits until B's events are on Kafka, then has callgrind dump and reset its counters.
+Under valgrind the same work counts the same to about 0.1 %, but an instruction's cost
+(cache misses, the GIL, the kernel's work) is not seen: the ratio printed is a ceiling for
+``B_page / A_page``, not an estimate. Only the request thread and the tracker are totalled:
+librdkafka's threads and the sink's poll loop run by the clock, which valgrind slows ~50
+times (their columns are shown in parentheses).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import gc
+import io
 import json
 import os
 import re
@@ -41,23 +22,31 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import harness
-from footfall_capture.enrich.steps import DEFAULT_STEPS  # the middleware's default steps: pure code, no Django needed
-
 CHILD_FLAG = "--in-callgrind"
-CLOCKED = ("rdk:", "footfall-sink")  # thread names whose work follows the clock (see counted)
+CLOCKED = ("rdk:", "footfall-sink", "bench-wait")  # threads whose work follows the clock
 VALGRIND_THREAD = re.compile(r"^Thread (\d+): status = .*\(lwpid (\d+)\)$", re.M)
-NAMES_FILE = "phases.json"  # written by the child: the variants in order, thread numbers -> names
+NAMES_FILE = "phases.json"  # written by the child: thread numbers -> names
+WSGIApp = Callable[[dict[str, Any], Callable[..., object]], Iterable[bytes]]
+AGENTS = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/17.6 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+)
+REFERRERS = ("https://www.google.com/", "", "https://x.com/")
+CLIENTS = ("81.2.69.142", "89.160.20.112", "216.160.83.56", "2a02:cf40::1")
 
 
 @dataclass(frozen=True)
 class Dump:
-    """One callgrind dump file: the phase it closes, the thread, and its instruction count."""
+    """One callgrind dump file: the phase it closes, the thread, its instruction count."""
 
     label: str
     thread: int
@@ -65,8 +54,8 @@ class Dump:
 
 
 def read_dump(path: Path) -> Dump | None:
-    """The label, thread and ``summary`` (Ir) of a callgrind output file; ``None`` for a dump
-    this tool did not ask for (valgrind's own at exit, labelled ``Program termination``)."""
+    """Label, thread and ``summary`` (Ir) of a callgrind output file; ``None`` for a dump
+    this tool did not ask for (valgrind's own at exit)."""
     label = thread = total = None
     with path.open() as lines:
         for line in lines:
@@ -82,9 +71,8 @@ def read_dump(path: Path) -> Dump | None:
 
 
 def per_variant(dumps: list[Dump], requests: int) -> dict[str, dict[int, float]]:
-    """{variant: {thread: median Ir per page view over its rounds}}, from dumps labelled
-    ``<variant>.<round>`` (others, like the warm-up's, are left out). A thread missing from
-    a round's dump counts 0 there."""
+    """{variant: {thread: median Ir per page view over its rounds}} from dumps labelled
+    ``<variant>.<round>`` (others, like the warm-up's, left out; a missing thread counts 0)."""
     phases: dict[str, dict[int, int]] = {}
     for dump in dumps:
         phases.setdefault(dump.label, {})[dump.thread] = dump.instructions
@@ -94,30 +82,18 @@ def per_variant(dumps: list[Dump], requests: int) -> dict[str, dict[int, float]]
         variant, _, number = label.rpartition(".")
         if variant and number.isdigit():
             rounds.setdefault(variant, []).append(counts)
-    return {
-        variant: {t: statistics.median(r.get(t, 0) for r in rs) / requests for t in threads}
-        for variant, rs in rounds.items()
-    }
+    return {v: {t: statistics.median(r.get(t, 0) for r in rs) / requests for t in threads} for v, rs in rounds.items()}
 
 
 def counted(name: str) -> bool:
-    """Whether a thread's instructions count towards the totals: those of the threads that run
-    because a page view made them (the request thread, ``footfall-tracker``), not those of the
-    threads that also run by the clock (librdkafka's ``rdk:*``, with their linger windows and
-    timers, and ``footfall-sink``'s poll loop). Valgrind runs the process ~50 times slower, so
-    the clock's share per page view is ~50 times what it is natively and moves with the
-    machine's load: in one run the broker thread read 5,500 Ir per page view for some
-    variants and 29,000 for others. ``bench.collector_threads`` measures those threads'
-    native CPU instead."""
+    """Whether a thread's instructions are totalled: not those that run by the clock."""
     return not name.startswith(CLOCKED)
 
 
 def report(results: dict[str, dict[int, float]], names: dict[int, str]) -> list[str]:
-    """The table, one row per variant in ``results``' order (the first is the baseline):
-    Ir per page view of each thread that did any work, the total over the :func:`counted`
-    threads, its difference from the baseline's, and the baseline's total over the row's:
-    the ceiling of the row's req/s ratio to the baseline (the same instructions never cost
-    less on the row's page than on the baseline's)."""
+    """The table: per variant (the first is the baseline), Ir per page view of each thread
+    that did any work, the total of the counted threads, its difference from the baseline's
+    and the baseline's total over it (the ceiling of the variant's req/s ratio)."""
     variants = list(results)
     name = {t: names.get(t, f"thread {t}") for t in results[variants[0]]}
     totalled = [t for t in name if counted(name[t])]
@@ -137,125 +113,117 @@ def report(results: dict[str, dict[int, float]], names: dict[int, str]) -> list[
     return lines
 
 
-# --- inside callgrind -------------------------------------------------------------------------------
-def _dump(label: str) -> None:
-    subprocess.run(["callgrind_control", f"--dump={label}", str(os.getpid())], check=True, capture_output=True)
+# --- inside callgrind --------------------------------------------------------------------------
+def handlers() -> tuple[WSGIApp, WSGIApp]:
+    """(A, B): WSGI handlers without and with the middleware, as ``footfall.wsgi`` builds them."""
+    os.environ.update(DJANGO_SETTINGS_MODULE="bench.settings_bench", FOOTFALL_BENCH_MIDDLEWARE="1")
+    os.environ.update(FOOTFALL_TRUSTED_PROXIES="1", ALLOWED_HOSTS="localhost")
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='ff-callgrind-')}/db.sqlite3")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.handlers.wsgi import WSGIHandler
+
+    with_mw = WSGIHandler()  # reads settings.MIDDLEWARE now
+    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if not m.endswith("ClickstreamMiddleware")]
+    return WSGIHandler(), with_mw
 
 
-def _thread_names() -> dict[int, str]:
-    """Callgrind's thread numbers (valgrind's) -> thread names, from valgrind's own list of its
-    threads and their kernel ids (``vgdb v.info scheduler``). Not from the order the threads
-    started: valgrind gives a later thread the number of one that ended (librdkafka's
-    bootstrap broker thread ends once the cluster's brokers are known)."""
-    from bench.collector_threads import thread_names
+def serve(app: WSGIApp, requests: int) -> None:
+    """``requests`` page views to ``app`` as a WSGI server sends them (body read, response
+    closed: Django's request_finished); raise if one is not answered 200."""
 
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: object = None) -> None:
+        if not status.startswith("200"):
+            raise RuntimeError(f"/bench/page answered {status}")
+
+    for i in range(requests):
+        environ = {
+            "REQUEST_METHOD": "GET", "PATH_INFO": "/bench/page", "QUERY_STRING": "", "SERVER_NAME": "localhost",
+            "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "localhost", "REMOTE_ADDR": "127.0.0.1",
+            "HTTP_USER_AGENT": AGENTS[i % len(AGENTS)], "HTTP_REFERER": REFERRERS[i % len(REFERRERS)],
+            "HTTP_X_FORWARDED_FOR": CLIENTS[i % len(CLIENTS)], "HTTP_X_FORWARDED_PROTO": "https",
+            "wsgi.input": io.BytesIO(b""), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+        }  # fmt: skip
+        body = app(environ, start_response)
+        b"".join(body)
+        getattr(body, "close", lambda: None)()
+
+
+def thread_names() -> dict[int, str]:
+    """Native thread id -> Python's thread name, else the kernel's (librdkafka names its own)."""
+    tasks, names = Path("/proc/self/task"), {}
+    for tid in os.listdir(tasks):
+        try:
+            names[int(tid)] = (tasks / tid / "comm").read_text().strip()
+        except OSError:
+            continue
+    names.update({t.native_id: t.name for t in threading.enumerate() if t.native_id is not None})
+    names[threading.get_native_id()] = "request"
+    return names
+
+
+def child(requests: int, rounds: int, out: Path) -> None:
+    """The phases, each closed by a dump; B's phases end once their events are on Kafka."""
+    from bench.harness import Watermarks
+
+    a, b = handlers()
+    marks = Watermarks(os.environ)
+    expected = marks.total()  # events on the topic once B's phases so far are delivered
+
+    def phase(app: WSGIApp, count: int, label: str) -> None:
+        nonlocal expected
+        serve(app, count)
+        if app is b:  # waiting by the clock, on a thread left out of the totals
+            expected += count
+            waiter = threading.Thread(target=_wait_for, args=(marks, expected), name="bench-wait")
+            waiter.start()
+            waiter.join()
+        subprocess.run(["callgrind_control", f"--dump={label}", str(os.getpid())], check=True, capture_output=True)
+
+    phase(a, min(requests, 300), "warm-up")  # tables, caches, producer, salt
+    phase(b, min(requests, 300), "warm-up")
+    for r in range(rounds):
+        for name, app in (("A", a), ("B", b)) if r % 2 == 0 else (("B", b), ("A", a)):
+            phase(app, requests, f"{name}.{r}")
     listing = subprocess.run(
         ["vgdb", f"--pid={os.getpid()}", "v.info", "scheduler"], capture_output=True, text=True, check=True
-    )
-    names = thread_names()
-    return {
-        int(number): names.get(int(lwp), f"lwp {lwp}")
-        for number, lwp in VALGRIND_THREAD.findall(listing.stdout + listing.stderr)
-        if lwp != "0"  # a free slot
-    }
+    )  # valgrind's thread numbers and kernel ids (a later thread may reuse an ended one's number)
+    native = thread_names()
+    threads = {int(n): native.get(int(lwp), f"lwp {lwp}") for n, lwp in
+               VALGRIND_THREAD.findall(listing.stdout + listing.stderr) if lwp != "0"}  # fmt: skip
+    (out / NAMES_FILE).write_text(json.dumps(threads))
 
 
-def child(requests: int, rounds: int, without: list[list[str]], out: Path) -> None:
-    """Runs under callgrind: the phases, each closed by a dump (see the module docstring)."""
-    from bench.collector_threads import WSGIApp, handlers, serve
-
-    a, b, host = handlers()  # sets Django up: the collector's modules import only after it
-    from footfall_capture.middleware import ClickstreamMiddleware
-
-    # Django keeps middleware instances only inside the handler's chain of closures.
-    (middleware,) = [o for o in gc.get_objects() if isinstance(o, ClickstreamMiddleware)]
-    all_steps = middleware.steps
-    variants = {"A": (a, all_steps), "B": (b, all_steps)}
-    for left_out in without:
-        variants["B-" + "-".join(left_out)] = (b, tuple(s for s in all_steps if s.__name__ not in left_out))
-
-    def phase(app: WSGIApp, steps: tuple[Any, ...], count: int) -> None:
-        middleware.steps = steps  # read by each job when it runs: set while none is queued
-        serve(app, count, host)
-        if not middleware.worker.drain(60):  # under valgrind a job takes milliseconds
-            raise RuntimeError("the tracker did not finish the phase's events within 60 s")
-        if middleware.sink.flush(30):
-            raise RuntimeError("Kafka did not take the phase's events within 30 s")
-
-    for app, steps in variants.values():
-        phase(app, steps, min(requests, 300))  # warm-up: tables, caches, producer, salt
-    _dump("warm-up")
-    order = list(variants)
-    for r in range(rounds):
-        for name in order if r % 2 == 0 else order[::-1]:
-            phase(*variants[name], requests)
-            _dump(f"{name}.{r}")
-    (out / NAMES_FILE).write_text(json.dumps({"variants": order, "threads": _thread_names()}))
+def _wait_for(marks: Any, total: int, limit: float = 120.0) -> None:
+    deadline = time.monotonic() + limit
+    while marks.total() < total:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the phase's events did not reach Kafka within {limit:.0f}s")
+        time.sleep(0.5)
 
 
-# --- outside ------------------------------------------------------------------------------------
-def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, Any]:
-    valgrind = harness.debian_tool("valgrind")
-    out = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="ff-callgrind-")))
-    stack = harness.use_stack(args.stack, out, cleanup)
-    env = {**stack.app_env, "PYTHONHASHSEED": "0"}  # same dict layouts, same work, run to run
-    argv = [valgrind, "--tool=callgrind", "--separate-threads=yes", "--dump-line=no",
-            f"--callgrind-out-file={out}/callgrind.%p", harness.PYTHON, "-m", "bench.collector_instructions",
-            CHILD_FLAG, str(out), "--requests", str(args.requests), "--rounds", str(args.rounds),
-            *(f"--without={w}" for w in args.without)]  # fmt: skip
-    print(f"running under callgrind ({args.rounds} rounds of {args.requests} page views per variant)", flush=True)
+# --- outside ---------------------------------------------------------------------------------------
+def run(requests: int, rounds: int, env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    """Run the child under callgrind; print the table; the result document."""
+    from bench.harness import PYTHON, REPO, BenchError, debian_tool
+
+    argv = [debian_tool("valgrind"), "--tool=callgrind", "--separate-threads=yes", "--dump-line=no",
+            f"--callgrind-out-file={workdir}/callgrind.%p", PYTHON, "-m", "bench.collector_bench",
+            CHILD_FLAG, str(workdir), "--requests", str(requests), "-r", str(rounds)]  # fmt: skip
+    print(f"running under callgrind ({rounds} rounds of {requests} page views per variant)", flush=True)
     started = time.monotonic()
-    done = subprocess.run(argv, env=env, cwd=harness.REPO, stderr=subprocess.PIPE, text=True, check=False)
+    done = subprocess.run(argv, env={**env, "PYTHONHASHSEED": "0"}, cwd=REPO, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
-        raise harness.BenchError(f"the callgrind run failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    dumps = [d for p in out.glob("callgrind.*.*-*") if (d := read_dump(p)) is not None]
-    seen = json.loads((out / NAMES_FILE).read_text())
-    measured = per_variant(dumps, args.requests)
-    results = {v: measured[v] for v in seen["variants"]}  # A, B, then the --without variants
-    names = {int(k): v for k, v in seen["threads"].items()}
+        raise BenchError(f"the callgrind run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    dumps = [d for p in workdir.glob("callgrind.*.*-*") if (d := read_dump(p)) is not None]
+    measured = per_variant(dumps, requests)
+    results = {v: measured[v] for v in ("A", "B")}
+    names = {int(k): v for k, v in json.loads((workdir / NAMES_FILE).read_text()).items()}
     for line in report(results, names):
         print(line)
-    print(f"({time.monotonic() - started:.0f} s under callgrind; stack: {stack.description})")
-    return {"requests": args.requests, "rounds": args.rounds, "threads": names,
+    print(f"({time.monotonic() - started:.0f} s under callgrind)")
+    return {"benchmark": "collector_instructions", "requests": requests, "rounds": rounds, "threads": names,
             "counted": [t for t in sorted(names) if counted(names[t])],
             "ir_per_page_view": {v: {str(t): round(x) for t, x in r.items()} for v, r in results.items()}}  # fmt: skip
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.collector_instructions", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--requests", type=int, default=300, help="page views per phase (default 300)")
-    parser.add_argument("--rounds", type=int, default=2, help="phases of each variant (default 2)")
-    parser.add_argument("--without", action="append", default=[], metavar="STEP[,STEP]",
-                        help="also run B without these enrichment steps (repeatable: one variant each)")  # fmt: skip
-    parser.add_argument("--stack", choices=("auto", "env", "own"), default="auto")
-    parser.add_argument(
-        "--json", type=Path, default=harness.REPO / "artifacts" / "bench" / "collector_instructions.json"
-    )
-    if argv and argv[0] == CHILD_FLAG:
-        out = Path(argv[1])
-        args = parser.parse_args(argv[2:])
-        child(args.requests, args.rounds, [w.split(",") for w in args.without], out)
-        sys.stdout.flush()
-        os._exit(0)  # no interpreter teardown: valgrind's exit dump is not read anyway
-    args = parser.parse_args(argv)
-    steps = [step.__name__ for step in DEFAULT_STEPS]
-    unknown = sorted({name for w in args.without for name in w.split(",")} - set(steps))
-    if unknown:  # before valgrind's minute of start-up
-        parser.error(f"--without: no such step {unknown}; the steps are {steps}")
-    harness.handle_signals()
-    with contextlib.ExitStack() as cleanup:
-        try:
-            result = run(args, cleanup)
-        except harness.BenchError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,10 +3,8 @@ check, a table for people and JSON for machines (``artifacts/bench/collector.jso
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 NOISY = 0.10  # above this median share of the machine's CPU used by others, req/s ratios are suspect
 GOALS = {
@@ -59,7 +57,6 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
             "median_p50_ms": _median(rs, "p50_ms"),
             "median_p99_ms": _median(rs, "p99_ms"),
             "median_server_cpu_ms_per_req": _median(rs, "server_cpu_ms_per_req"),
-            "median_kafka_cpu_ms_per_req": _median(rs, "kafka_cpu_ms_per_req"),
             "non_2xx": sum(r["non_2xx"] for r in rs),
             "socket_errors": sum(sum(r["socket_errors"].values()) for r in rs),
             "events_produced": produced,
@@ -70,13 +67,10 @@ def build(config: dict, runs: Mapping[str, list[dict]], order: Sequence[str], co
     ratios = {}
     controls = {name: (top, bottom, None) for name, (top, bottom) in CONTROLS.items()}
     for name, (top, bottom, goal) in {**GOALS, **controls}.items():
-        if top in variants and bottom in variants:  # a result file from before A2 has no control
-            ratios[name] = _ratio(variants[top], variants[bottom], f"{top} / {bottom}", goal)
+        ratios[name] = _ratio(variants[top], variants[bottom], f"{top} / {bottom}", goal)
     verdicts = {}
     for goal_name, (names, control) in VERDICTS.items():
-        measured = [ratios[n] for n in names if n in ratios]
-        if measured:
-            verdicts[goal_name] = verdict(measured, ratios.get(control) if control else None)
+        verdicts[goal_name] = verdict([ratios[n] for n in names], ratios[control] if control else None)
     shares = [r["others_cpu_share"] for rs in runs.values() for r in rs]
     noise = statistics.median(shares) if shares else 0.0
     warnings = []
@@ -128,13 +122,11 @@ def _ratio(top: Mapping, bottom: Mapping, of: str, goal: float | None) -> dict:
 def print_table(doc: Mapping, endpoints: Mapping[str, str]) -> None:
     """The results table on stdout."""
     print(f"\n{'variant':<10} {'endpoint':<18} {'req/s':>6}  {'per round':<18} {'p50 ms':>6} {'p99 ms':>6}"
-          f" {'non-2xx':>7} {'CPU ms/req':>10} {'Kafka CPU':>9}  events on Kafka / 2xx tracked")  # fmt: skip
+          f" {'non-2xx':>7} {'CPU ms/req':>10}  events on Kafka / 2xx tracked")  # fmt: skip
     for key, res in doc["variants"].items():
         rounds = " ".join(f"{r['rps']:.0f}" for r in res["runs"])
-        kafka_cpu = res["median_kafka_cpu_ms_per_req"]
         print(f"{key:<10} {endpoints[key]:<18} {res['median_rps']:6.0f}  {rounds:<18} {res['median_p50_ms']:6.1f}"
               f" {res['median_p99_ms']:6.1f} {res['non_2xx']:7d} {res['median_server_cpu_ms_per_req']:10.3f}"
-              f" {'-' if kafka_cpu is None else f'{kafka_cpu:.3f}':>9}"
               f"  {res['events_produced']} / {res['events_expected']}: {res['kafka_check']}")  # fmt: skip
     print(f"\n{'ratio':<13} {'of req/s':<22} {'median':>6} {'goal':>5}  result  {'per round':<32} "
           "of medians  CPU ratio")  # fmt: skip
@@ -151,7 +143,3 @@ def print_table(doc: Mapping, endpoints: Mapping[str, str]) -> None:
     for warning in doc["warnings"]:
         print(f"\nWARNING: {warning}")
     print(f"\nbenchmark FAILED: {'; '.join(doc['failures'])}" if doc["failures"] else "\nbenchmark completed")
-
-
-def write_json(doc: Mapping, path: Path) -> None:
-    path.write_text(json.dumps(doc, indent=2) + "\n")

@@ -1,12 +1,8 @@
 """URLconf of the collector benchmark: the project's routes plus two bench views.
 
-* ``/bench/page``: a small but realistic HTML page (a template with a loop and escaped
-  values, rendered with a request context like any Django view), 200 ``text/html``, so the
-  middleware records it as a page view. No database query, on purpose: the cheaper the
-  page, the larger the middleware's share of it, so the ratio measured here is a
-  conservative one.
-* ``/bench/empty``: a bare 204, the floor of a request through gunicorn and Django's
-  middleware stack; the beacon endpoint is compared against it.
+``/bench/page`` is a small HTML page (a template rendered with a request context, no
+database query: the cheaper the page, the larger the middleware's share, so the ratio is a
+conservative one); ``/bench/empty`` a bare 204, what the beacon endpoint is compared with.
 """
 
 from __future__ import annotations
