@@ -1,31 +1,16 @@
 """Rollup benchmark: the nightly Spark rollup (``local[2]``) against DuckDB on the same archive.
 
-Usage, from the repository root (no services needed)::
+    python -m bench.rollup_bench [--events 10000000] [--rounds 1]   # no services needed
 
-    python -m bench.rollup_bench [--events 10000000] [--seed 42] [--rounds 1] [--driver-memory 4g]
-        [--duckdb-memory 4GB] [--regenerate] [--out artifacts/bench/rollup.json]
-
-1. An archive of ``--events`` rows (duplicates included) is generated once and cached under
-   ``~/.cache/footfall/bench/rollup-n<events>-s<seed>-g<version>/`` in exactly the archiver's
-   layout (``events/site_id=…/date=…/hour=…/part-….parquet``, Arrow schema
-   :data:`spark_jobs.schema.ARROW_SCHEMA`, zstd, written by pyarrow like
-   :mod:`historical.archive`). Five sites, four in their own time zones and one with none
-   (UTC), 8 local days spanning both the EU and US end of daylight saving time, skewed page popularity, a
-   realistic referrer mix (direct, search, social, internal, a long tail, unparseable ones),
-   4% bot events, 5% of the rows are re-delivered copies (same event, later ``received_at``,
-   new offset) in later batch files, some late events. DuckDB's SQL engine is the vectorized
-   random generator (hashes of the row number, so the data do not depend on thread count).
-2. Spark, ``local[2]``: :func:`spark_jobs.rollup.extract` and :func:`spark_jobs.transforms.rollup`
-   (dedupe, localize, only humans, page views, breakdowns), keeping the ``page``, ``ref`` and
-   ``refpage`` breakdowns: page views and unique visitors per site, local day and value.
-3. DuckDB (2 threads) computes the same from the same files with SQL written from the rules in
-   :mod:`spark_jobs.transforms`.
-4. The two results are compared row by row; a difference is printed and exits 1.
-
-Wall time runs from the first read of the archive to the result held in Python as an Arrow
-table (Spark's session start is timed separately and left out of the ratio; the job's load
-into MongoDB is not part of either). events/s = archive rows read / wall time. ``--rounds``
-alternates the engines' order and reports the median. Goal: Spark ≤ 5x DuckDB's wall time.
+An archive of ``--events`` rows is generated once (DuckDB's SQL engine, hashes of the row
+number) and cached under ``~/.cache/footfall/bench/`` in the archiver's layout and schema:
+five sites in four time zones and UTC, 8 local days spanning both ends of daylight saving
+time, skewed pages, a realistic referrer mix, 4 % bots, 5 % re-delivered copies, late events.
+Spark runs the job's own ``extract`` and ``transforms.rollup`` (``page``, ``ref`` and
+``refpage`` breakdowns); DuckDB computes the same with SQL written from the rules in
+``spark_jobs.transforms``; the two results must match row by row (exit 1 otherwise). Wall
+time runs from the first read to the result held as Arrow (Spark's session start apart);
+``--rounds`` alternates the engines' order, medians reported. Goal: Spark <= 5x DuckDB.
 """
 
 from __future__ import annotations
@@ -34,7 +19,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -50,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bench.harness import machine, write_json
 from spark_jobs.schema import ARROW_SCHEMA, EVENTS_DIR
 from spark_jobs.transforms import DEFAULT_TZ, DIRECT, REFPAGE_SEP, UNKNOWN
 
@@ -335,21 +320,14 @@ def process_cpu_s(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def machine_busy_s() -> float:
-    """CPU seconds all cores spent not idle since boot: with the engines' own, what else ran."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-    return (sum(values) - values[3] - values[4]) / TICK
-
-
 @dataclass
 class Run:
     table: pa.Table
     wall_s: float
     cpu_s: float  # the engine's own CPU: the JVM's plus this process's for Spark, this process's for DuckDB
-    machine_s: float  # CPU seconds the whole machine was busy meanwhile
 
 
-def start_spark(driver_memory: str, master: str, conf: Sequence[str] = ()) -> Any:
+def start_spark(driver_memory: str, master: str) -> Any:
     from pyspark.sql import SparkSession
 
     builder = (
@@ -361,9 +339,6 @@ def start_spark(driver_memory: str, master: str, conf: Sequence[str] = ()) -> An
         .config("spark.sql.session.timeZone", "UTC")  # as historical/rollups.py submits the job
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
-    for item in conf:
-        key, _, value = item.partition("=")
-        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -379,7 +354,7 @@ def run_spark(
     from spark_jobs.transforms import rollup
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    machine, cpu, started = machine_busy_s(), process_cpu_s(jvm) + process_cpu_s(), time.monotonic()
+    cpu, started = process_cpu_s(jvm) + process_cpu_s(), time.monotonic()
     events = extract(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
@@ -387,23 +362,14 @@ def run_spark(
     result = breakdowns.where(F.col("dimension").isin(*dimensions)).select(*KEYS, "pageviews", "visitors")
     table = result.toArrow()
     wall = time.monotonic() - started
-    return Run(table, wall, process_cpu_s(jvm) + process_cpu_s() - cpu, machine_busy_s() - machine)
+    return Run(table, wall, process_cpu_s(jvm) + process_cpu_s() - cpu)
 
 
-# The breakdown dimensions of spark_jobs.transforms._dimensions, over the columns of `wanted` below.
+# The breakdowns of spark_jobs.transforms measured here, over the columns of `wanted` below.
 DIMENSION_SQL = {
     "page": "path",
     "ref": "ref",
-    "refurl": "referrer",
     "refpage": "ref || $sep || path",  # NULL when path is NULL, like Spark's concat
-    "ref_type": "ref_type",
-    "utm_source": "utm_source",
-    "utm_medium": "utm_medium",
-    "utm_campaign": "utm_campaign",
-    "browser": "ua_browser",
-    "os": "ua_os",
-    "device": "ua_device",
-    "country": "country",
 }
 
 DUCKDB_SQL = """
@@ -439,26 +405,20 @@ _REF = (
     " WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END"
 )
 _LOCAL_DAY = "CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz({micros})) AS DATE) AS VARCHAR)"
-# The local day of every row: one ICU time zone conversion per row, as Spark does it ...
+# The local day of every row: one ICU time zone conversion per row, as Spark does it.
 PAGEVIEWS_PER_ROW = f"""    SELECT d.*, {_REF} AS ref,
            {_LOCAL_DAY.format(micros="d.ts * 1000")} AS day
     FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id"""
-# ... or one per site and UTC minute, joined back: exact, as zone offsets change on whole minutes,
-# and DuckDB's ICU conversion is most of its CPU time otherwise (--duckdb-tz minute).
-PAGEVIEWS_PER_MINUTE = f"""    SELECT d.*, {_REF} AS ref, m.day
-    FROM deduped d JOIN (
-        SELECT site_id, minute, {_LOCAL_DAY.format(micros="minute * 60000000")} AS day
-        FROM (SELECT DISTINCT site_id, ts // 60000 AS minute FROM deduped) LEFT JOIN zones z USING (site_id)
-    ) m ON m.site_id = d.site_id AND m.minute = d.ts // 60000"""
 
 
-def duckdb_sql(dimensions: Sequence[str], tz_mode: str = "row") -> str:
+def duckdb_sql(dimensions: Sequence[str]) -> str:
     selects = [
         f"    SELECT site_id, day, '{d}' AS dimension, {DIMENSION_SQL[d]} AS value, visitor_id FROM wanted"
         for d in dimensions
     ]
-    pageviews = PAGEVIEWS_PER_MINUTE if tz_mode == "minute" else PAGEVIEWS_PER_ROW
-    return DUCKDB_SQL.replace("{pageviews}", pageviews).replace("{dimensions}", "\n    UNION ALL\n".join(selects))
+    return DUCKDB_SQL.replace("{pageviews}", PAGEVIEWS_PER_ROW).replace(
+        "{dimensions}", "\n    UNION ALL\n".join(selects)
+    )
 
 
 def run_duckdb(
@@ -469,10 +429,9 @@ def run_duckdb(
     dimensions: Sequence[str],
     threads: int,
     memory: str,
-    tz_mode: str = "row",
 ) -> Run:
     """The same breakdowns by DuckDB: a fresh in-memory database reading the same files."""
-    machine, cpu, started = machine_busy_s(), process_cpu_s(), time.monotonic()
+    cpu, started = process_cpu_s(), time.monotonic()
     con = duckdb.connect(config={"threads": threads, "memory_limit": memory})
     try:
         con.execute("SET TimeZone = 'UTC'")
@@ -486,14 +445,13 @@ def run_duckdb(
             "default_tz": DEFAULT_TZ,
             "direct": DIRECT,
             "unknown": UNKNOWN,
+            "sep": REFPAGE_SEP,
         }
-        if "refpage" in dimensions:
-            params["sep"] = REFPAGE_SEP
-        table = _arrow(con.execute(duckdb_sql(dimensions, tz_mode), params))
+        table = _arrow(con.execute(duckdb_sql(dimensions), params))
     finally:
         con.close()
     wall = time.monotonic() - started
-    return Run(table, wall, process_cpu_s() - cpu, machine_busy_s() - machine)
+    return Run(table, wall, process_cpu_s() - cpu)
 
 
 # --------------------------------------------------------------------------------------------
@@ -522,164 +480,73 @@ def compare(spark_rows: pa.Table, duck_rows: pa.Table) -> tuple[int, list[tuple]
     return count, first
 
 
-def summary(table: pa.Table) -> dict[str, Any]:
-    con = duckdb.connect()
-    try:
-        con.register("t", table)
-        rows = con.sql(
-            "SELECT dimension, count(*), sum(pageviews), count(DISTINCT site_id || day) FROM t GROUP BY 1 ORDER BY 1"
-        ).fetchall()
-    finally:
-        con.close()
-    return {d: {"rows": n, "pageviews": int(pv), "site_days": sd} for d, n, pv, sd in rows}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=10_000_000, help="archive rows, duplicates included")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--dimensions",
-        default=",".join(DIMENSIONS),
-        help=f"breakdowns to compute and compare, or 'all' ({','.join(DIMENSION_SQL)})",
-    )
-    parser.add_argument("--rounds", type=int, default=1, help="runs of each engine (order alternates); median")
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--driver-memory", default="4g", help="spark.driver.memory (local mode: all of Spark)")
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
-    parser.add_argument("--duckdb-threads", type=int, default=2)
-    parser.add_argument("--duckdb-memory", default="4GB")
-    parser.add_argument(
-        "--duckdb-tz",
-        choices=("row", "minute"),
-        default="row",
-        help="local day per row (like Spark) or per site and UTC minute (faster in DuckDB)",
-    )
-    parser.add_argument("--regenerate", action="store_true", help="rebuild the cached archive")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser = argparse.ArgumentParser(prog="python -m bench.rollup_bench", description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("--events", type=int, default=10_000_000, help="archive rows, duplicates included (default 10,000,000)")
+    add("--seed", type=int, default=42)
+    add("--rounds", type=int, default=1, help="runs of each engine (order alternates); medians")
+    add("--master", default="local[2]")
+    add("--driver-memory", default="4g", help="spark.driver.memory (local mode: all of Spark)")
+    add("--duckdb-threads", type=int, default=2)
+    add("--duckdb-memory", default="4GB")
+    add("--regenerate", action="store_true", help="rebuild the cached archive")
+    add("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    dimensions = list(DIMENSION_SQL) if args.dimensions == "all" else args.dimensions.split(",")
-    if unknown := set(dimensions) - set(DIMENSION_SQL):
-        parser.error(f"unknown dimensions: {sorted(unknown)}")
+    from spark_jobs.rollup import utc_dates_for
 
     root, meta = ensure_archive(args.events, args.seed, args.regenerate)
     site_tz: dict[str, str | None] = meta["sites"]
     days = rollup_days(meta)
-    from spark_jobs.rollup import utc_dates_for
-
-    dates = utc_dates_for(days)
-    print(
-        f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
-        f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}; "
-        f"breakdowns: {','.join(dimensions)}"
-    )
+    print(f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
+          f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}")  # fmt: skip
     load_before = os.getloadavg()
-
     t0 = time.monotonic()
-    spark = start_spark(args.driver_memory, args.master, args.spark_conf)
+    spark = start_spark(args.driver_memory, args.master)
     spark_start = time.monotonic() - t0
     runs: dict[str, list[Run]] = {"spark": [], "duckdb": []}
     try:
         for number in range(args.rounds):
-            order = ("spark", "duckdb") if number % 2 == 0 else ("duckdb", "spark")
-            for engine in order:
+            for engine in ("spark", "duckdb") if number % 2 == 0 else ("duckdb", "spark"):
                 if engine == "spark":
-                    run = run_spark(spark, root, site_tz, days, dimensions)
+                    run = run_spark(spark, root, site_tz, days, DIMENSIONS)
                 else:
-                    run = run_duckdb(
-                        root, site_tz, days, dates, dimensions, args.duckdb_threads, args.duckdb_memory, args.duckdb_tz
-                    )
+                    dates = utc_dates_for(days)
+                    run = run_duckdb(root, site_tz, days, dates, DIMENSIONS, args.duckdb_threads, args.duckdb_memory)
                 runs[engine].append(run)
-                print(
-                    f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s, "
-                    f"machine busy {run.machine_s:8.1f} s ({run.table.num_rows:,} result rows)",
-                    flush=True,
-                )
+                print(f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s "
+                      f"({run.table.num_rows:,} result rows)", flush=True)  # fmt: skip
     finally:
         spark.stop()
-    load_after = os.getloadavg()
-
-    results = {engine: values[-1].table for engine, values in runs.items()}
-    differing, first = compare(results["spark"], results["duckdb"])
+    differing, first = compare(runs["spark"][-1].table, runs["duckdb"][-1].table)
     wall = {engine: statistics.median(r.wall_s for r in values) for engine, values in runs.items()}
     cpu = {engine: statistics.median(r.cpu_s for r in values) for engine, values in runs.items()}
-    ratio = wall["spark"] / wall["duckdb"]
-    cpu_ratio = cpu["spark"] / cpu["duckdb"]
-    rate = {engine: args.events / wall[engine] for engine in wall}
-    goal_met = ratio <= GOAL_RATIO
-    identical = differing == 0
-
-    print()
-    print(f"{'engine':8} {'wall s':>9} {'events/s':>12} {'cpu s':>9} {'spark/duckdb':>13} {'goal <= 5x':>11}")
-    print(
-        f"{'spark':8} {wall['spark']:9.2f} {rate['spark']:12,.0f} {cpu['spark']:9.1f} {ratio:13.2f} "
-        f"{'met' if goal_met else 'MISSED':>11}"
-    )
-    print(f"{'duckdb':8} {wall['duckdb']:9.2f} {rate['duckdb']:12,.0f} {cpu['duckdb']:9.1f}")
-    print(
-        f"CPU-time ratio spark/duckdb: {cpu_ratio:.2f}. Spark session start (not in the wall time): "
-        f"{spark_start:.1f} s; with it the ratio is {(wall['spark'] + spark_start) / wall['duckdb']:.2f}. "
-        f"Load average (1 min) before: {load_before[0]:.1f}, after: {load_after[0]:.1f}, on {os.cpu_count()} CPUs."
-    )
-    print(
-        f"figures identical: {'yes' if identical else 'NO'} ({results['spark'].num_rows:,} Spark rows, "
-        f"{results['duckdb'].num_rows:,} DuckDB rows, {differing:,} differing)"
-    )
+    ratio, cpu_ratio = wall["spark"] / wall["duckdb"], cpu["spark"] / cpu["duckdb"]
+    print(f"\n{'engine':8} {'wall s':>9} {'events/s':>12} {'cpu s':>9} {'spark/duckdb':>13} {'goal <= 5x':>11}")
+    for engine in runs:
+        verdict = f"{ratio:13.2f} {'met' if ratio <= GOAL_RATIO else 'MISSED':>11}" if engine == "spark" else ""
+        print(f"{engine:8} {wall[engine]:9.2f} {args.events / wall[engine]:12,.0f} {cpu[engine]:9.1f} {verdict}")
+    print(f"CPU-time ratio spark/duckdb: {cpu_ratio:.2f}; Spark session start (not in the wall time) "
+          f"{spark_start:.1f} s; figures identical: {'yes' if differing == 0 else 'NO'} "
+          f"({runs['spark'][-1].table.num_rows:,} Spark rows, {differing:,} differing)")  # fmt: skip
     for row in first:
         print("  mismatch:", row)
-
-    def engine_report(engine: str) -> dict[str, Any]:
-        values = runs[engine]
-        return {
-            "wall_s": round(wall[engine], 3),
-            "events_per_s": round(rate[engine]),
-            "cpu_s": round(cpu[engine], 2),
-            "rounds": [
-                {"wall_s": round(r.wall_s, 3), "cpu_s": round(r.cpu_s, 2), "machine_busy_s": round(r.machine_s, 1)}
-                for r in values
-            ],
-            "result_rows": results[engine].num_rows,
-        }
-
     report = {
-        "benchmark": "rollup",
-        "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "archive": {**meta, "path": str(root)},
-        "rollup_days": days,
-        "dimensions": dimensions,
-        "config": {
-            "master": args.master,
-            "driver_memory": args.driver_memory,
-            "spark_conf": args.spark_conf,
-            "duckdb_threads": args.duckdb_threads,
-            "duckdb_memory": args.duckdb_memory,
-            "duckdb_tz": args.duckdb_tz,
-            "rounds": args.rounds,
-        },
-        "spark": {**engine_report("spark"), "session_start_s": round(spark_start, 3)},
-        "duckdb": engine_report("duckdb"),
-        "ratio_spark_duckdb": round(ratio, 3),
-        "cpu_ratio_spark_duckdb": round(cpu_ratio, 3),
-        "goal_ratio": GOAL_RATIO,
-        "goal_met": goal_met,
-        "identical": identical,
-        "differing_rows": differing,
-        "mismatches": [list(map(str, row)) for row in first],
-        "result_summary": summary(results["spark"]),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "loadavg_before": [round(x, 2) for x in load_before],
-            "loadavg_after": [round(x, 2) for x in load_after],
-            "python": platform.python_version(),
-            "duckdb": duckdb.__version__,
-            "pyarrow": pa.__version__,
-            "pyspark": _pyspark_version(),
-        },
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 0 if identical else 1
+        "benchmark": "rollup", "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "archive": {**meta, "path": str(root)}, "rollup_days": days, "dimensions": DIMENSIONS,
+        "config": {k: v for k, v in vars(args).items() if k not in {"out", "regenerate"}},
+        **{engine: {"wall_s": round(wall[engine], 3), "events_per_s": round(args.events / wall[engine]),
+                    "cpu_s": round(cpu[engine], 2), "result_rows": values[-1].table.num_rows,
+                    "rounds": [{"wall_s": round(r.wall_s, 3), "cpu_s": round(r.cpu_s, 2)} for r in values]}
+           for engine, values in runs.items()},
+        "spark_session_start_s": round(spark_start, 3), "ratio_spark_duckdb": round(ratio, 3),
+        "cpu_ratio_spark_duckdb": round(cpu_ratio, 3), "goal_ratio": GOAL_RATIO, "goal_met": ratio <= GOAL_RATIO,
+        "identical": differing == 0, "differing_rows": differing, "mismatches": [list(map(str, r)) for r in first],
+        "machine": {**machine(), "loadavg_before": [round(x, 2) for x in load_before], "duckdb": duckdb.__version__,
+                    "pyarrow": pa.__version__, "pyspark": _pyspark_version()},
+    }  # fmt: skip
+    write_json(report, args.out)
+    return 0 if differing == 0 else 1
 
 
 def _pyspark_version() -> str:
