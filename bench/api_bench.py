@@ -1,52 +1,21 @@
 """Query API load benchmark: latency per endpoint under many concurrent clients, next to the
 raw store query time of the same work measured in the same run.
 
-Usage, from the repository root with a stack's environment set (``eval "$(python -m
-deploy.local.stack env)"`` after ``stack start redis mongo kafka``)::
+    eval "$(python -m deploy.local.stack env)"   # a running stack with Redis and Mongo
+    python -m bench.api_bench [--clients 24] [--think-ms 2000] [--duration 180] [--days 90]
+        [--pages 200] [--referrers 50] [--pair-min 2] [--events 300000] [--endpoints PREFIX,...]
 
-    python -m bench.api_bench [--clients 24] [--think-ms 2000] [--duration 180] [--warmup 10]
-        [--raw-reps 40] [--raw-budget 60] [--timeout 120] [--workers 2] [--threads 4] [--port PORT]
-        [--cache-items 200000]
-        [--endpoints PREFIX,...] [--days 90] [--unsettled 1] [--daily-pageviews 150000]
-        [--pages 200] [--referrers 50] [--pair-min 2] [--events 300000] [--loader insert|load_day]
-        [--tz Europe/Berlin] [--seed 7] [--reuse SITE] [--keep-data] [--keep-workdir]
-        [--out artifacts/bench/api.json]
-
-**Data.** A fresh site (``apibench-<hex>``, time zone ``--tz``) gets ``--days`` settled days of
-rollup documents as :func:`historical.store.load_day` writes them (daily, 24 hourly, breakdowns
-of ~200 pages, ~50 referrers and their referrer URLs, referrer→page pairs, entry pages, UTM,
-browsers, OS, devices, countries, with a weekly rhythm and noise; plus ``batch_runs``) ending
-``--unsettled`` site-local days before today (``--loader insert``: the same documents by plain
-inserts, faster to seed; ``load_day``: the real loader), and
-``--events`` page views in the Redis counters spread over the realtime retention window
-(DemoTraffic visitors, user agents and countries, pages and referrers drawn from the same
-vocabulary as the rollups, a daily rhythm), applied with :func:`realtime.aggregate.aggregate`
-through :meth:`realtime.store.CounterStore.apply`. By default the newest settled day is the day
-before yesterday: yesterday and today are answered from Redis (the hours between midnight and
-the nightly rollup; ``--unsettled 0`` for the rest of the day). A private SQLite database
-(``DATABASE_URL`` in a temporary directory, ``manage.py migrate``) holds the site and one read
-key per client.
-
-**Load.** gunicorn (``gthread``, ``--workers`` x ``--threads``, on ``$FOOTFALL_WEB_PORT`` if
-set) serves ``footfall.wsgi`` with DEBUG off, behind a pretend TLS proxy
-(``X-Forwarded-Proto``), the per-key rate limit raised (``FOOTFALL_API_RATE_PER_MINUTE``), the
-cache of settled reads as configured by default (``--cache-items``, 0 turns it off).
-``--clients`` threads (urllib3, keep-alive, one key each) loop for ``--warmup`` + ``--duration``
-seconds: pick an endpoint of :data:`MIX` by weight, GET it, wait an exponential think time of
-mean ``--think-ms``. Latency is measured by the client, request sent → body read.
-
-**Raw.** The same :class:`api.query.service.QueryService` call each endpoint's view makes (same
-parameters, parsed by :mod:`api.query.params`), in this process, no HTTP, no Django, without the
-cache of settled reads (so it is the store query itself), one at a time: ``--raw-reps`` times
-per endpoint, endpoints interleaved, half before the load and half after it (an endpoint stops
-early after ``--raw-budget`` seconds). The time spent inside pymongo cursor fetches and
-redis-py round trips (network, store, decoding) is recorded apart as "store I/O"; the rest of
-raw is the service's Python.
-
-Prints a table with the goals (p95 ≤ 100 ms for realtime, ≤ 300 ms for history; p95 ≤ 3x raw
-p95), writes JSON to ``--out``. Exit status 0 even when a goal is missed, 1 when the benchmark
-itself failed (a server did not start, a request was not answered 200). Removes its site's
-documents and keys at the end unless ``--keep-data``.
+Data: a fresh site gets ``--days`` settled days of rollup documents shaped like the Spark
+rollup's, written by :func:`historical.store.load_day`, ending the day before yesterday (so
+yesterday and today come from Redis, as before the nightly rollup), and ``--events`` page
+views in the Redis counters over the realtime retention window, written by
+:meth:`realtime.store.CounterStore.apply`. Load: gunicorn (``gthread``, ``--workers`` x
+``--threads``) serves ``footfall.wsgi``; ``--clients`` threads (one API key each, keep-alive)
+pick an endpoint of :data:`MIX` by weight, GET it, think ``--think-ms`` (exponential), for
+``--warmup`` + ``--duration`` s; latency is the client's. Raw: the same ``QueryService`` call
+each view makes, in this process without the cache of settled reads, ``--raw-reps`` per
+endpoint, half before the load and half after. Goals: p95 <= 100 ms (realtime), <= 300 ms
+(history), <= 3 x raw p95. JSON: ``artifacts/bench/api.json``. Removes its site at the end.
 """
 
 from __future__ import annotations
@@ -55,17 +24,10 @@ import argparse
 import contextlib
 import datetime as dt
 import functools
-import json
 import math
 import os
-import platform
 import random
-import resource
 import secrets
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -74,35 +36,21 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import msgspec
-import pymongo.synchronous.cursor
 import redis
 import urllib3
 
-import historical.store
 from api.query import params as p
 from api.query.service import QueryService, SiteInfo
-from bench.cpu import group_seconds, stack_pid
-from bench.harness import PYTHON, BenchError, Server, free_port
+from bench.harness import BenchError, Server, free_port, handle_signals, machine, manage, write_json
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, Utm
 from historical.buckets import day_buckets
-from historical.store import (
-    BREAKDOWNS,
-    DAILY,
-    HOURLY,
-    RUNS,
-    DayDocuments,
-    connect,
-    ensure_indexes,
-    hour_document,
-    load_day,
-)
+from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, DayDocuments, connect, hour_document, load_day
 from realtime.keys import PREFIX, REFPAGE_SEPARATOR, KeyLayout
 from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
@@ -269,28 +217,10 @@ def day_documents(site: str, day: dt.date, tz: str, vocab: Vocabulary, daily_pv:
     return DayDocuments(site, day.isoformat(), daily, hourly, rows, run)
 
 
-def insert_day(db: Any, day: DayDocuments) -> int:
-    """Write a day's documents as :func:`historical.store.load_day` would (same ``_id``s and fields,
-    ``batch_runs`` last), by plain inserts: only for a site that has no documents yet."""
-    daily, hourly, breakdowns = historical.store._with_ids(day)
-    for name, docs in ((DAILY, [daily]), (HOURLY, hourly), (BREAKDOWNS, breakdowns)):
-        for start in range(0, len(docs), 5000):
-            db[name].insert_many(docs[start : start + 5000], ordered=False)
-    db[RUNS].insert_one(historical.store.run_document(day))
-    return 1 + len(hourly) + len(breakdowns)
-
-
-def seed_history(
-    db: Any, site: str, days: list[dt.date], tz: str, vocab: Vocabulary, daily_pv: int, seed: int, loader: str
-) -> int:
-    ensure_indexes(db)
+def seed_history(db: Any, site: str, days: list[dt.date], tz: str, vocab: Vocabulary, daily_pv: int, seed: int) -> int:
     docs = 0
     for i, day in enumerate(days):
-        documents = day_documents(site, day, tz, vocab, daily_pv, seed)
-        if loader == "load_day":
-            docs += load_day(db, documents)["written"]
-        else:
-            docs += insert_day(db, documents)
+        docs += load_day(db, day_documents(site, day, tz, vocab, daily_pv, seed))["written"]
         if (i + 1) % 15 == 0 or i + 1 == len(days):
             print(f"  mongo: {i + 1}/{len(days)} days, {docs:,} documents", flush=True)
     return docs
@@ -482,54 +412,10 @@ def summary(values_s: list[float]) -> dict[str, Any]:
     }
 
 
-# --- raw: the service in-process, with the time inside the store clients ---------------------------
-class StoreTimer:
-    """Wall time spent inside pymongo cursor fetches and redis-py round trips (this process only)."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.calls = 0
-        self._depth = threading.local()
-        self._originals: list[tuple[type, str, Callable[..., Any]]] = []
-
-    def install(self) -> None:
-        for cls, name in (
-            (pymongo.synchronous.cursor.Cursor, "_refresh"),
-            (redis.client.Pipeline, "execute"),
-            (redis.Redis, "execute_command"),
-        ):
-            original = getattr(cls, name)
-            self._originals.append((cls, name, original))
-            setattr(cls, name, self._wrap(original))
-
-    def uninstall(self) -> None:
-        for cls, name, original in reversed(self._originals):
-            setattr(cls, name, original)
-        self._originals.clear()
-
-    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        timer = self
-
-        @functools.wraps(original)
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            depth = getattr(timer._depth, "n", 0)
-            if depth:  # nested (e.g. a pipeline's own commands): counted by the outer call
-                return original(*args, **kwargs)
-            timer._depth.n = 1
-            start = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                timer.seconds += time.perf_counter() - start
-                timer.calls += 1
-                timer._depth.n = 0
-
-        return timed
-
-
+# --- raw: the service in-process ---------------------------------------------------------------------
 def raw_round(
-    svc: QueryService, site: SiteInfo, plans: list[tuple[Endpoint, list[dict[str, str]]]], reps: int, timer: StoreTimer,
-    out: dict[str, dict[str, list[float]]], budget_s: float = math.inf,
+    svc: QueryService, site: SiteInfo, plans: list[tuple[Endpoint, list[dict[str, str]]]], reps: int,
+    out: dict[str, list[float]], budget_s: float = math.inf,
 ) -> None:  # fmt: skip
     """``reps`` calls of every endpoint, interleaved (drift on a shared machine hits all alike); an endpoint
     stops early once its calls of this round took ``budget_s`` (after 3 calls at least)."""
@@ -539,36 +425,14 @@ def raw_round(
             if rep >= 3 and spent.get(endpoint.name, 0.0) >= budget_s:
                 continue
             q = queries[rep % len(queries)]
-            timer.seconds, timer.calls = 0.0, 0
             start = time.perf_counter()
             endpoint.call(svc, site, q)
             elapsed = time.perf_counter() - start
             spent[endpoint.name] = spent.get(endpoint.name, 0.0) + elapsed
-            record = out.setdefault(endpoint.name, {"total": [], "store": [], "calls": []})
-            record["total"].append(elapsed)
-            record["store"].append(timer.seconds)
-            record["calls"].append(timer.calls)
+            out.setdefault(endpoint.name, []).append(elapsed)
 
 
 # --- the server and the clients ----------------------------------------------------------------------
-def port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # As gunicorn binds: connections of the previous run still in TIME-WAIT do not count.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def manage(env: Mapping[str, str], *argv: str) -> str:
-    out = subprocess.run([PYTHON, "manage.py", *argv], env=dict(env), cwd=REPO, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise BenchError(f"manage.py {argv[0]} failed:\n{out.stdout}{out.stderr}")
-    return out.stdout
-
-
 ISSUE_KEYS = """
 from collector.models import ApiKey, Site
 site = Site.objects.get(site_id={site!r})
@@ -679,34 +543,22 @@ def run_load(port: int, keys: list[str], plan: Plan, think_s: float, warmup: flo
 
 
 # --- the run ----------------------------------------------------------------------------------------
-def handle_signals() -> None:
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, handler)
-
-
-def machine() -> dict[str, Any]:
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {"cpus": os.cpu_count(), "cpu_model": model, "python": platform.python_version(), "host": platform.node()}
-
-
-def describe_sources(answer: dict[str, Any]) -> str:
-    src = answer.get("sources", {})
-    if "batch" not in src:
-        return "realtime"
-    parts = [f"batch {len(src['batch'].get('days', []))} d"]
-    if src["realtime"]["buckets"]:
-        parts.append(f"realtime {src['realtime']['buckets']} pieces")
-    if src["missing"]["buckets"]:
-        parts.append(f"MISSING {src['missing']['buckets']}")
-    return ", ".join(parts)
+def seed(args: argparse.Namespace, db: Any, store: CounterStore, site: str, days: list[dt.date], vocab: Vocabulary,
+         retention_s: int) -> dict[str, Any]:  # fmt: skip
+    """The site's settled days in Mongo and recent page views in Redis."""
+    print(f"seeding site {site} ({args.tz}): {args.days} settled days up to {days[-1]}, "
+          f"~{args.events:,} page views in Redis", flush=True)  # fmt: skip
+    seeding: dict[str, Any] = {"site": site}
+    t = time.monotonic()
+    seeding["mongo_documents"] = seed_history(db, site, days, args.tz, vocab, args.daily_pageviews, args.seed)
+    seeding["mongo_s"] = round(time.monotonic() - t, 1)
+    t, end_ms = time.monotonic(), int(time.time() * 1000)
+    events = realtime_events(site, end_ms - (retention_s - 120) * 1000, end_ms, args.events, ZoneInfo(args.tz),
+                             vocab, args.seed)  # fmt: skip
+    seeding["redis_events"] = seed_realtime(store, events, args.events)
+    seeding["redis_s"] = round(time.monotonic() - t, 1)
+    print(f"  seeded: {seeding}", flush=True)
+    return seeding
 
 
 def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, Any]:
@@ -715,187 +567,93 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     mix = [e for e in MIX if not prefixes or any(e.name.startswith(pre) for pre in prefixes)]
     if not mix:
         raise BenchError(f"--endpoints {args.endpoints!r} matches none of: {', '.join(e.name for e in MIX)}")
-    cfg = load_config(env, REPO)
     if not env.get("MONGO_URL") or not env.get("REDIS_URL"):
         raise BenchError('no stack in the environment: eval "$(python -m deploy.local.stack env)" first')
+    cfg = load_config(env, REPO)
     mongo, db = connect(cfg.mongo_url, cfg.mongo_db)
     cleanup.callback(mongo.close)
     rclient = redis.Redis.from_url(cfg.redis_url, socket_timeout=30, health_check_interval=30)
-    rclient.ping()
-    db.command("ping")
-    layout = KeyLayout(retention_s=cfg.realtime_retention_s)
-    store = CounterStore(rclient, layout)
+    store = CounterStore(rclient, KeyLayout(retention_s=cfg.realtime_retention_s))
     vocab = Vocabulary.build(args.seed, args.pages, args.referrers, args.pair_min)
-    tz = ZoneInfo(args.tz)
     now = dt.datetime.now(dt.UTC)
-    today = now.astimezone(tz).date()
+    today = now.astimezone(ZoneInfo(args.tz)).date()
     last_settled = today - dt.timedelta(days=args.unsettled + 1)
     days = [last_settled - dt.timedelta(days=i) for i in range(args.days)][::-1]
+    site = f"apibench-{secrets.token_hex(3)}"
+    cleanup.callback(lambda: (print(f"removing {site}'s documents and keys", flush=True),
+                              delete_site(db, rclient, site)))  # fmt: skip
+    seeding = seed(args, db, store, site, days, vocab, cfg.realtime_retention_s)
 
-    site = args.reuse or f"apibench-{secrets.token_hex(3)}"
-    seeding: dict[str, Any] = {"site": site, "reused": bool(args.reuse)}
-    if not args.keep_data:
-        cleanup.callback(lambda: (print(f"removing {site}'s documents and keys", flush=True),
-                                  delete_site(db, rclient, site)))  # fmt: skip
-    if args.reuse:
-        print(f"reusing site {site} (no seeding)", flush=True)
-    else:
-        print(f"seeding site {site} ({args.tz}): {args.days} settled days up to {last_settled}, "
-              f"~{args.events:,} page views in Redis", flush=True)  # fmt: skip
-        t = time.monotonic()
-        seeding["mongo_documents"] = seed_history(
-            db, site, days, args.tz, vocab, args.daily_pageviews, args.seed, args.loader
-        )
-        seeding["mongo_s"] = round(time.monotonic() - t, 1)
-        t = time.monotonic()
-        end_ms = int(time.time() * 1000)
-        start_ms = end_ms - (cfg.realtime_retention_s - 120) * 1000
-        events = realtime_events(site, start_ms, end_ms, args.events, tz, vocab, args.seed)
-        seeding["redis_events"] = seed_realtime(store, events, args.events)
-        seeding["redis_s"] = round(time.monotonic() - t, 1)
-        seeding["redis_keys"] = sum(1 for _ in rclient.scan_iter(match=f"{PREFIX}:{site}:*", count=10_000))
-        print(f"  seeded: {seeding}", flush=True)
-    # Which realtime reads this run measures: by hour from ``hours_from`` on, by minute before
-    # (a stack that held an older worker's counters sets it ahead; see realtime.keys).
-    raw_marker = rclient.get(layout.hours_from)
-    hours_from = None if raw_marker is None else int(raw_marker)
-    seeding["hours_from"] = (
-        "never (by minute only)" if hours_from is None
-        else "every hour" if hours_from == 0
-        else dt.datetime.fromtimestamp(hours_from * 3600, dt.UTC).isoformat()
-    )  # fmt: skip
-    print(f"  realtime hour keys read from: {seeding['hours_from']}", flush=True)
-
-    workdir = Path(tempfile.mkdtemp(prefix="ff-apibench-"))
-    if not args.keep_workdir:
-        cleanup.callback(shutil.rmtree, workdir, True)
+    workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="ff-apibench-")))
     server_env = {k: v for k, v in env.items() if k not in {"DATABASE_URL", "FOOTFALL_ENV", "FOOTFALL_SPOOL_DIR"}}
     server_env.update(
-        DJANGO_SETTINGS_MODULE="footfall.settings",
-        DATABASE_URL=f"sqlite:///{workdir / 'bench.sqlite3'}",
-        FOOTFALL_DATA_DIR=str(workdir / "data"),
-        DEBUG="0",
-        SECRET_KEY=secrets.token_urlsafe(50),
-        ALLOWED_HOSTS="127.0.0.1,localhost",
-        FOOTFALL_API_RATE_PER_MINUTE="1000000",
-        FOOTFALL_API_CACHE_ITEMS=str(args.cache_items),
-        PYTHONUNBUFFERED="1",
-    )
-    print(f"preparing the Django database in {workdir}", flush=True)
+        DJANGO_SETTINGS_MODULE="footfall.settings", DATABASE_URL=f"sqlite:///{workdir / 'bench.sqlite3'}",
+        FOOTFALL_DATA_DIR=str(workdir / "data"), DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="127.0.0.1,localhost", FOOTFALL_API_RATE_PER_MINUTE="1000000",
+        FOOTFALL_API_CACHE_ITEMS=str(args.cache_items), PYTHONUNBUFFERED="1",
+    )  # fmt: skip
     keys = prepare_django(server_env, site, args.tz, args.clients)
-    port = args.port or (int(env["FOOTFALL_WEB_PORT"]) if env.get("FOOTFALL_WEB_PORT") else free_port())
-    if not port_free(port):
-        raise BenchError(f"port {port} is taken (--port to choose another)")
+    port = args.port or free_port()
     gunicorn_args = [
         "--worker-class", "gthread", "--workers", str(args.workers), "--threads", str(args.threads),
         "--keep-alive", "10", "--timeout", str(args.timeout), "--log-level", "warning",
     ]  # fmt: skip
     server = Server("api", server_env, gunicorn_args, workdir / "gunicorn.log", port=port)
     cleanup.callback(server.stop)
-    probe_pool = urllib3.HTTPConnectionPool("127.0.0.1", port, maxsize=1, retries=False, timeout=float(args.timeout))
+    pool = urllib3.HTTPConnectionPool("127.0.0.1", port, maxsize=1, retries=False, timeout=float(args.timeout))
     headers = {"Authorization": f"Bearer {keys[0]}", "X-Forwarded-Proto": "https"}
-
-    def probe() -> bool:
-        return probe_pool.request("GET", f"/api/v1/sites/{site}/realtime?minutes=1", headers=headers).status == 200
-
     print(f"starting gunicorn on 127.0.0.1:{port} ({args.workers} workers x {args.threads} threads)", flush=True)
-    server.start(timeout=90.0, probe=probe)
+    server.start(lambda: pool.request("GET", f"/api/v1/sites/{site}/realtime?minutes=1", headers=headers).status == 200)
 
     # Raw reads sum every trend block in Redis: no remembered baselines, as no settled cache.
     svc = QueryService(db, RealtimeQueries(store, baseline_memory_items=0), cfg.realtime_retention_s)
     info = SiteInfo(site, args.tz)
-    top_refs = _top_refs(svc, info) if any(e.refs for e in mix) else []
-    plan = make_plan(site, today, top_refs, mix)
+    plan = make_plan(site, today, _top_refs(svc, info) if any(e.refs for e in mix) else [], mix)
+    for endpoint in mix:  # every endpoint once over HTTP: all must answer 200
+        resp = pool.request("GET", plan.urls[endpoint.name][0], headers=headers)
+        if resp.status != 200:
+            raise BenchError(f"{endpoint.name}: GET {plan.urls[endpoint.name][0]} answered {resp.status}")
+    pool.close()
 
-    # Every URL once over HTTP: all must answer 200; what each one reads.
-    checks: dict[str, str] = {}
-    for endpoint in mix:
-        for url in plan.urls[endpoint.name][:1]:
-            resp = probe_pool.request("GET", url, headers=headers)
-            if resp.status != 200:
-                raise BenchError(f"{endpoint.name}: GET {url} answered {resp.status}: {resp.data[:300]!r}")
-            checks[endpoint.name] = describe_sources(json.loads(resp.data))
-    probe_pool.close()
-    for name, text in checks.items():
-        print(f"  {name:<26} {text}", flush=True)
-
-    timer = StoreTimer()
-    timer.install()
-    cleanup.callback(timer.uninstall)
     plans = [(e, plan.queries[e.name]) for e in mix]
-    raw: dict[str, dict[str, list[float]]] = {}
-    raw_round(svc, info, plans, 1, timer, {})  # warm-up (connections, caches); not recorded
+    raw: dict[str, list[float]] = {}
+    raw_round(svc, info, plans, 1, {})  # warm-up (connections, caches); not recorded
     first = args.raw_reps // 2
     print(f"raw, before the load: {first} x {len(mix)} service calls", flush=True)
-    raw_round(svc, info, plans, first, timer, raw, args.raw_budget / 2)
-
-    pids = {name: pid for name in ("redis", "mongo") if (pid := stack_pid(name, os.environ))}
-    load_before = os.getloadavg()
-    cpu0 = {"server": server.cpu_s(), **{n: group_seconds(pid) for n, pid in pids.items()}}
-    self0 = resource.getrusage(resource.RUSAGE_SELF)
+    raw_round(svc, info, plans, first, raw, args.raw_budget / 2)
+    cpu0 = server.cpu_s()
     print(f"load: {args.clients} clients, think {args.think_ms:g} ms, {args.warmup:g}s warm-up + "
           f"{args.duration:g}s", flush=True)  # fmt: skip
     load = run_load(port, keys, plan, args.think_ms / 1000, args.warmup, args.duration, args.seed, args.timeout)
-    self1 = resource.getrusage(resource.RUSAGE_SELF)
-    cpu1 = {"server": server.cpu_s(), **{n: group_seconds(pid) for n, pid in pids.items()}}
-    load_after = os.getloadavg()
-
+    server_cpu = server.cpu_s() - cpu0
     print(f"raw, after the load: {args.raw_reps - first} x {len(mix)} service calls", flush=True)
-    raw_round(svc, info, plans, args.raw_reps - first, timer, raw, args.raw_budget / 2)
-    timer.uninstall()
+    raw_round(svc, info, plans, args.raw_reps - first, raw, args.raw_budget / 2)
 
-    # CPU counters cover warm-up and measured time alike: per request over all requests made.
-    requests_measured = sum(sum(s.values()) for s in load.statuses.values())
-    rate = requests_measured / load.measured_s if load.measured_s else 0.0
-    requests_total = rate * (args.warmup + args.duration) if rate else 0
-    cpu_per_request = {
-        n: round((cpu1[n] - cpu0[n]) * 1000 / requests_total, 2) if requests_total else None for n in cpu0
-    }
-    client_cpu_s = (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime)
-
+    requests = sum(sum(s.values()) for s in load.statuses.values())
+    rate = requests / load.measured_s if load.measured_s else 0.0
     rows = []
     for endpoint in mix:
-        under = summary(load.latencies.get(endpoint.name, []))
-        r = raw.get(endpoint.name, {"total": [], "store": [], "calls": []})
-        raw_s = summary(r["total"])
-        store_s = summary(r["store"])
+        under, raw_s = summary(load.latencies.get(endpoint.name, [])), summary(raw.get(endpoint.name, []))
         ratio = under["p95_ms"] / raw_s["p95_ms"] if under["p95_ms"] and raw_s["p95_ms"] else None
-        goal = endpoint.goal_ms()
         rows.append({
-            "endpoint": endpoint.name,
-            "kind": endpoint.kind,
-            "urls": plan.urls[endpoint.name],
-            "sources": checks.get(endpoint.name),
+            "endpoint": endpoint.name, "kind": endpoint.kind, "urls": plan.urls[endpoint.name],
             "statuses": {str(k): v for k, v in sorted(load.statuses.get(endpoint.name, {}).items())},
-            "load": under,
-            "raw": raw_s,
-            "raw_store_io": store_s,
-            "raw_store_calls_median": percentile(r["calls"], 50),
-            "ratio_p95": round(ratio, 2) if ratio else None,
-            "goal_p95_ms": goal,
-            "p95_ok": under["p95_ms"] is not None and under["p95_ms"] <= goal,
+            "load": under, "raw": raw_s, "ratio_p95": round(ratio, 2) if ratio else None,
+            "goal_p95_ms": endpoint.goal_ms(),
+            "p95_ok": under["p95_ms"] is not None and under["p95_ms"] <= endpoint.goal_ms(),
             "ratio_ok": ratio is not None and ratio <= GOALS["ratio"],
         })  # fmt: skip
-    bad = {n: s for n, s in load.statuses.items() if set(s) - {200}}
     return {
-        "when": now.isoformat(timespec="seconds"),
-        "machine": machine(),
-        "loadavg_before": [round(x, 2) for x in load_before],
-        "loadavg_after": [round(x, 2) for x in load_after],
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "goals": GOALS,
-        "seeding": seeding,
-        "settled_days": [days[0].isoformat(), days[-1].isoformat()],
-        "today": today.isoformat(),
-        "throughput_rps": round(rate, 1),
-        "requests": requests_measured,
-        "measured_s": round(load.measured_s, 1),
-        "cpu_ms_per_request": cpu_per_request,
-        "client_cpu_ms_per_request": round(client_cpu_s * 1000 / requests_total, 2) if requests_total else None,
-        "errors": load.errors[:20],
-        "non_200": bad,
+        "when": now.isoformat(timespec="seconds"), "machine": machine(),
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "goals": GOALS,
+        "seeding": seeding, "settled_days": [days[0].isoformat(), days[-1].isoformat()], "today": today.isoformat(),
+        "throughput_rps": round(rate, 1), "requests": requests, "measured_s": round(load.measured_s, 1),
+        # the server's CPU counter covers warm-up and measured time alike
+        "server_cpu_ms_per_request": round(server_cpu * 1000 / (rate * (args.warmup + args.duration)), 2)
+        if rate else None,
+        "errors": load.errors[:20], "non_200": {n: s for n, s in load.statuses.items() if set(s) - {200}},
         "endpoints": rows,
-    }
+    }  # fmt: skip
 
 
 def _top_refs(svc: QueryService, site: SiteInfo, n: int = 10) -> list[str]:
@@ -910,83 +668,50 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def print_table(res: dict[str, Any]) -> None:
-    head = (f"{'endpoint':<26} {'n':>5} {'p50':>7} {'p95':>7} {'p99':>7} │ {'raw p50':>7} {'raw p95':>7} "
-            f"{'io p50':>7} │ {'p95/raw':>7} {'goal':>6}  verdict")  # fmt: skip
-    print()
-    print(f"API under load: {res['requests']:,} requests in {res['measured_s']}s = {res['throughput_rps']} req/s, "
-          f"{res['settings']['clients']} clients, think {res['settings']['think_ms']:g} ms; load average "
-          f"{res['loadavg_before'][0]} → {res['loadavg_after'][0]} on {res['machine']['cpus']} CPUs")  # fmt: skip
-    print(f"CPU ms per request: {res['cpu_ms_per_request']} (bench client {res['client_cpu_ms_per_request']})")
-    print(f"realtime hour keys read from: {res['seeding']['hours_from']}")
-    cache = res["settings"]["cache_items"]
-    print(f"server cache of settled reads: {f'{cache:,} items per worker' if cache else 'off'}; "
-          "raw calls: uncached, no remembered trend baselines")  # fmt: skip
-    print("times in ms; load = client-side under load, raw = same QueryService call in-process, io = its store I/O")
-    print(head)
-    print("─" * len(head))
+    head = (f"{'endpoint':<26} {'n':>5} {'p50':>7} {'p95':>7} {'p99':>7} │ {'raw p50':>7} {'raw p95':>7} │ "
+            f"{'p95/raw':>7} {'goal':>6}  verdict")  # fmt: skip
+    print(f"\nAPI under load: {res['requests']:,} requests in {res['measured_s']}s = {res['throughput_rps']} req/s, "
+          f"{res['settings']['clients']} clients, think {res['settings']['think_ms']:g} ms; server CPU "
+          f"{res['server_cpu_ms_per_request']} ms/request; load average {res['machine']['loadavg'][0]}")  # fmt: skip
+    print("times in ms; load = client-side under load, raw = the same QueryService call in-process, uncached")
+    print(head + "\n" + "─" * len(head))
     for row in res["endpoints"]:
-        lo, raw, io = row["load"], row["raw"], row["raw_store_io"]
-        if lo["n"]:
-            verdict = ["p95 ok" if row["p95_ok"] else "p95 FAIL", "ratio ok" if row["ratio_ok"] else "ratio FAIL"]
-        else:
-            verdict = ["FAIL: no answer started and finished in the measured time"]
+        lo, raw = row["load"], row["raw"]
+        verdict = ["p95 ok" if row["p95_ok"] else "p95 FAIL", "ratio ok" if row["ratio_ok"] else "ratio FAIL"]
         print(f"{row['endpoint']:<26} {lo['n']:>5} {_fmt(lo['p50_ms']):>7} {_fmt(lo['p95_ms']):>7} "
-              f"{_fmt(lo['p99_ms']):>7} │ {_fmt(raw['p50_ms']):>7} {_fmt(raw['p95_ms']):>7} {_fmt(io['p50_ms']):>7} │ "
-              f"{_fmt(row['ratio_p95'], 2):>7} {row['goal_p95_ms']:>6.0f}  {', '.join(verdict)}")  # fmt: skip
+              f"{_fmt(lo['p99_ms']):>7} │ {_fmt(raw['p50_ms']):>7} {_fmt(raw['p95_ms']):>7} │ "
+              f"{_fmt(row['ratio_p95'], 2):>7} {row['goal_p95_ms']:>6.0f}  "
+              f"{', '.join(verdict) if lo['n'] else 'FAIL: no answer in the measured time'}")  # fmt: skip
     if res["non_200"] or res["errors"]:
         print(f"\nNOT 200: {res['non_200']}; errors: {res['errors'][:5]}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--clients", type=int, default=24, help="concurrent client threads (one API key each)")
-    parser.add_argument("--think-ms", type=float, default=2000.0, help="mean think time between a client's requests")
-    # 180 s: ~65 requests of the rarest endpoints at the default load, so a p95 is not just
-    # the third-slowest of a few dozen.
-    parser.add_argument("--duration", type=float, default=180.0, help="measured seconds of load")
-    parser.add_argument("--warmup", type=float, default=10.0, help="seconds of load before measuring")
-    parser.add_argument(
-        "--raw-reps", type=int, default=40, help="in-process calls per endpoint (half before, half after)"
-    )
-    parser.add_argument("--raw-budget", type=float, default=60.0, help="seconds of raw calls per endpoint, at most")
-    parser.add_argument("--timeout", type=int, default=120, help="gunicorn's worker timeout and the clients' (s)")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
-    parser.add_argument(
-        "--cache-items",
-        type=int,
-        default=200_000,
-        help="the server's cache of settled reads (FOOTFALL_API_CACHE_ITEMS); 0: off. Raw calls never use it",
-    )
-    parser.add_argument("--port", type=int, default=0, help="gunicorn's port (default $FOOTFALL_WEB_PORT, else free)")
-    parser.add_argument("--days", type=int, default=90, help="settled days in Mongo")
-    parser.add_argument("--unsettled", type=int, default=1, help="local days before today not rolled up yet")
-    parser.add_argument("--daily-pageviews", type=int, default=150_000, help="page views of a settled weekday")
-    parser.add_argument("--events", type=int, default=300_000, help="page views in the Redis counters")
-    parser.add_argument(
-        "--loader",
-        choices=("insert", "load_day"),
-        default="insert",
-        help="insert: the documents load_day writes, by plain inserts (faster); load_day: the real loader",
-    )
-    parser.add_argument(
-        "--endpoints", default="", help="comma-separated name prefixes: only these endpoints of the mix (default all)"
-    )
-    parser.add_argument("--pages", type=int, default=200, help="distinct pages of the site")
-    parser.add_argument("--referrers", type=int, default=50, help="distinct referrer domains (plus direct)")
-    parser.add_argument("--pair-min", type=int, default=2, help="fewest daily views of a referrer→page document")
-    parser.add_argument("--tz", default="Europe/Berlin", help="the site's time zone")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--reuse",
-        metavar="SITE",
-        help="use a site seeded by an earlier --keep-data run (within minutes: its realtime events end at seeding)",
-    )
-    parser.add_argument("--keep-data", action="store_true", help="leave the site's documents and keys in place")
-    parser.add_argument("--keep-workdir", action="store_true", help="keep the SQLite database and gunicorn log")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser = argparse.ArgumentParser(prog="python -m bench.api_bench", description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("--clients", type=int, default=24, help="concurrent client threads, one API key each (default 24)")
+    add("--think-ms", type=float, default=2000.0, help="mean think time between a client's requests")
+    # 180 s: ~65 answers of the rarest endpoints at the default load, enough for a p95.
+    add("--duration", type=float, default=180.0, help="measured seconds of load (default 180)")
+    add("--warmup", type=float, default=10.0, help="seconds of load before measuring (default 10)")
+    add("--raw-reps", type=int, default=40, help="in-process calls per endpoint, half before, half after the load")
+    add("--raw-budget", type=float, default=60.0, help="seconds of raw calls per endpoint, at most")
+    add("--timeout", type=int, default=120, help="gunicorn's worker timeout and the clients' (s)")
+    add("--workers", type=int, default=2, help="gunicorn workers")
+    add("--threads", type=int, default=4, help="gunicorn threads per worker")
+    add("--cache-items", type=int, default=200_000, help="the server's cache of settled reads; 0: off")
+    add("--port", type=int, default=0, help="gunicorn's port (default: a free one)")
+    add("--days", type=int, default=90, help="settled days in Mongo")
+    add("--unsettled", type=int, default=1, help="local days before today not rolled up yet")
+    add("--daily-pageviews", type=int, default=150_000, help="page views of a settled weekday")
+    add("--events", type=int, default=300_000, help="page views in the Redis counters")
+    add("--endpoints", default="", help="comma-separated name prefixes: only these endpoints of the mix")
+    add("--pages", type=int, default=200, help="distinct pages of the site")
+    add("--referrers", type=int, default=50, help="distinct referrer domains (plus direct)")
+    add("--pair-min", type=int, default=2, help="fewest daily views of a referrer→page document")
+    add("--tz", default="Europe/Berlin", help="the site's time zone")
+    add("--seed", type=int, default=7)
+    add("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     handle_signals()
     try:
@@ -996,9 +721,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 1
     print_table(res)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(res, indent=2, default=str) + "\n")
-    print(f"\nwrote {args.out}")
+    write_json(res, args.out)
     return 1 if res["non_200"] or res["errors"] else 0
 
 

@@ -1,7 +1,7 @@
 """Collector benchmark: what ClickstreamMiddleware costs a Django site, and what a beacon costs
 the collector, as throughput ratios measured side by side in one run.
 
-    python -m bench.collector_bench [-d 10] [-r 3] [--cpus auto|none|0:1] [--stack auto|env|own]
+    python -m bench.collector_bench [-d 10] [-r 3] [--cpus auto|none] [--stack auto|env|own]
     python -m bench.collector_bench --instructions [--requests 300] [-r 2]
 
 Stack: with ``KAFKA_BOOTSTRAP_SERVERS`` set the stack it names is used; otherwise Redis and
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
     add("--gunicorn-threads", type=int, default=4, help="threads per gunicorn worker (default 4)")
     add("--stack", choices=("auto", "env", "own"), default="auto", help="see above")
-    add("--cpus", default="auto", metavar="SERVERS:REST|auto|none", help="CPUs of the servers and of the rest")
+    add("--cpus", choices=("auto", "none"), default="auto", help="servers on CPUs apart from wrk and the stack")
     add("--instructions", action="store_true", help="count instructions per page view under callgrind instead")
     add("--requests", type=int, default=300, help="--instructions: page views per phase (default 300)")
     add("--json", type=Path, default=None, help="where to write the results")

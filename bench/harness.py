@@ -292,39 +292,14 @@ class CpuSplit:
     rest: frozenset[int]
 
     def describe(self) -> str:
-        return f"servers on CPU {_cpu_list(self.servers)}, wrk and stack on CPU {_cpu_list(self.rest)}"
-
-
-def _cpu_list(cpus: frozenset[int]) -> str:
-    return ",".join(map(str, sorted(cpus)))
-
-
-def _parse_cpus(text: str) -> frozenset[int]:
-    cpus: set[int] = set()
-    for part in text.split(","):
-        first, _, last = part.strip().partition("-")
-        if not first.isdigit() or (last and not last.isdigit()):
-            raise ValueError(f"{part!r} is not a CPU number or range (e.g. 0, 2-3)")
-        if int(last or first) < int(first):
-            raise ValueError(f"{part!r} is an empty range")
-        cpus.update(range(int(first), int(last or first) + 1))
-    return frozenset(cpus)
+        return f"servers on CPU {sorted(self.servers)}, wrk and stack on CPU {sorted(self.rest)}"
 
 
 def parse_cpu_split(text: str, available: frozenset[int]) -> CpuSplit | None:
-    """``SERVERS:REST`` (CPU lists such as ``0`` or ``0-1,3``), ``auto`` (the highest CPU for
-    the rest, the others for the servers; no split on one CPU) or ``none``. ValueError says
-    what is wrong with a split that overlaps, is empty or names CPUs not in ``available``."""
-    if text == "none" or (text == "auto" and len(available) < 2):
+    """``auto``: the highest available CPU for the rest, the others for the servers (no split
+    on one CPU); ``none``: no split. Anything else is a ValueError."""
+    if text not in {"auto", "none"}:
+        raise ValueError(f"{text!r}: expected auto or none")
+    if text == "none" or len(available) < 2:
         return None
-    if text == "auto":
-        return CpuSplit(available - {max(available)}, frozenset({max(available)}))
-    servers, colon, rest = text.partition(":")
-    if not colon:
-        raise ValueError(f"{text!r}: expected SERVERS:REST (e.g. 0:1), auto or none")
-    split = CpuSplit(_parse_cpus(servers), _parse_cpus(rest))
-    if both := split.servers & split.rest:
-        raise ValueError(f"{text!r}: CPU {_cpu_list(both)} is on both sides")
-    if missing := (split.servers | split.rest) - available:
-        raise ValueError(f"{text!r}: CPU {_cpu_list(missing)} is not available (have {_cpu_list(available)})")
-    return split
+    return CpuSplit(available - {max(available)}, frozenset({max(available)}))
