@@ -362,25 +362,13 @@ def _since(days: int, **extra: str) -> Callable[[dt.date], dict[str, str]]:
 
 
 # Dashboard polling dominates; history views are opened now and then, 90-day ones least.
+_DAYS = {"interval": "day", "metric": "visitors"}
 MIX = [
     Endpoint("realtime 30m", "realtime", 40, "realtime", lambda _: {"minutes": "30"}, _realtime),
-    Endpoint(
-        "timeseries day 7d", "history", 8, "timeseries", _since(7, interval="day", metric="visitors"), _timeseries
-    ),
-    Endpoint(
-        "timeseries day 30d", "history", 8, "timeseries", _since(30, interval="day", metric="visitors"), _timeseries
-    ),
-    Endpoint(
-        "timeseries day 90d", "history", 6, "timeseries", _since(90, interval="day", metric="visitors"), _timeseries
-    ),
-    Endpoint(
-        "timeseries hour 2d",
-        "history",
-        8,
-        "timeseries",
-        lambda _: {"interval": "hour", "metric": "pageviews"},
-        _timeseries,
-    ),
+    Endpoint("timeseries day 7d", "history", 8, "timeseries", _since(7, **_DAYS), _timeseries),
+    Endpoint("timeseries day 30d", "history", 8, "timeseries", _since(30, **_DAYS), _timeseries),
+    Endpoint("timeseries day 90d", "history", 6, "timeseries", _since(90, **_DAYS), _timeseries),
+    Endpoint("timeseries hour 2d", "history", 8, "timeseries", lambda _: {"interval": "hour"}, _timeseries),
     Endpoint("breakdown pages 7d", "history", 5, "breakdown/pages", _since(7), _breakdown("pages")),
     Endpoint("breakdown pages 30d", "history", 5, "breakdown/pages", _since(30), _breakdown("pages")),
     Endpoint("breakdown pages 90d", "history", 4, "breakdown/pages", _since(90), _breakdown("pages")),
