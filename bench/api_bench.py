@@ -43,16 +43,17 @@ import msgspec
 import redis
 import urllib3
 
-from api.query import params as p
-from api.query.service import QueryService, SiteInfo
 from bench.harness import BenchError, Server, free_port, handle_signals, machine, manage, write_json
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
+from footfall.vocabulary import INTERVALS, METRICS, REFPAGE_SEPARATOR
 from footfall_capture.events import Event, Utm
 from historical.buckets import day_buckets
 from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, DayDocuments, connect, hour_document, load_day
-from realtime.keys import PREFIX, REFPAGE_SEPARATOR, KeyLayout
-from realtime.queries import RealtimeQueries
+from query import params as p
+from query.realtime import RealtimeQueries
+from query.service import QueryService, SiteInfo
+from realtime.keys import PREFIX, KeyLayout
 from realtime.store import CounterStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -303,8 +304,8 @@ Call = Callable[[QueryService, SiteInfo, dict[str, str]], object]
 
 
 def _timeseries(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> object:  # as views.TimeseriesView
-    metric = p.choice(q, "metric", p.METRICS, "pageviews")
-    interval = p.choice(q, "interval", p.INTERVALS, "day")
+    metric = p.choice(q, "metric", METRICS, "pageviews")
+    interval = p.choice(q, "interval", INTERVALS, "day")
     rng = p.parse_range(q, site.tz, svc.now(), p.DEFAULT_SPAN[interval], p.MAX_SPAN[interval])
     return svc.timeseries(site, metric, interval, rng, p.parse_filters(q.get("filters")))
 
@@ -312,7 +313,7 @@ def _timeseries(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> object:
 def _breakdown_args(q: dict[str, str]) -> tuple[int, int, tuple[str, ...]]:
     limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
     page = p.bounded_int(q, "page", 1, 1, 100_000)
-    return limit, page, p.parse_metrics(q.get("metrics"), p.BREAKDOWN_METRICS, ("pageviews", "visitors"))
+    return limit, page, p.parse_metrics(q.get("metrics"), METRICS, ("pageviews", "visitors"))
 
 
 def _breakdown(dimension: str) -> Call:

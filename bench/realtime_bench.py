@@ -48,9 +48,9 @@ from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
 from footfall_capture.events import Event, encode
 from footfall_capture.kafka import producer_config
+from query.realtime import RealtimeQueries
 from realtime.consumer import build_processor
 from realtime.keys import PREFIX, KeyLayout
-from realtime.queries import RealtimeQueries
 from realtime.store import APPLY, ApplyResult, CounterStore
 
 REPO = Path(__file__).resolve().parent.parent

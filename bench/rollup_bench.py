@@ -6,7 +6,7 @@ An archive of ``--events`` rows is generated once (DuckDB's SQL engine, hashes o
 number) and cached under ``~/.cache/footfall/bench/`` in the archiver's layout and schema:
 five sites in four time zones and UTC, 8 local days spanning both ends of daylight saving
 time, skewed pages, a realistic referrer mix, 4 % bots, 5 % re-delivered copies, late events.
-Spark runs the job's own ``extract`` and ``transforms.rollup`` (``page``, ``ref`` and
+Spark runs ``archive.reader.read_events`` and ``transforms.rollup`` (``page``, ``ref`` and
 ``refpage`` breakdowns); DuckDB computes the same with SQL written from the rules in
 ``spark_jobs.transforms``; the two results must match row by row (exit 1 otherwise). Wall
 time runs from the first read to the result held as Arrow (Spark's session start apart);
@@ -34,9 +34,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from archive.schema import ARROW_SCHEMA, EVENTS_DIR
 from bench.harness import machine, write_json
-from spark_jobs.schema import ARROW_SCHEMA, EVENTS_DIR
-from spark_jobs.transforms import DEFAULT_TZ, DIRECT, REFPAGE_SEP, UNKNOWN
+from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
+from spark_jobs.transforms import DEFAULT_TZ
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "artifacts" / "bench" / "rollup.json"
@@ -347,15 +348,16 @@ def start_spark(driver_memory: str, master: str) -> Any:
 def run_spark(
     spark: Any, root: Path, site_tz: dict[str, str | None], days: list[str], dimensions: Sequence[str]
 ) -> Run:
-    """The job's extract and transforms (``rollup``), its breakdowns of ``dimensions`` as Arrow."""
+    """The job's read_events and transforms (``rollup``), its breakdowns of ``dimensions`` as Arrow."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.rollup import extract, zone_changes
+    from archive.reader import read_events
+    from spark_jobs.rollup import zone_changes
     from spark_jobs.transforms import rollup
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     cpu, started = process_cpu_s(jvm) + process_cpu_s(), time.monotonic()
-    events = extract(spark, root.as_uri(), sorted(site_tz), days)
+    events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
     breakdowns = rollup(events, zones, days, changes)["breakdowns"]
@@ -443,9 +445,9 @@ def run_duckdb(
             "sites": sorted(site_tz),
             "days": days,
             "default_tz": DEFAULT_TZ,
-            "direct": DIRECT,
-            "unknown": UNKNOWN,
-            "sep": REFPAGE_SEP,
+            "direct": REF_DIRECT,
+            "unknown": REF_UNKNOWN,
+            "sep": REFPAGE_SEPARATOR,
         }
         table = _arrow(con.execute(duckdb_sql(dimensions), params))
     finally:
@@ -493,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add("--regenerate", action="store_true", help="rebuild the cached archive")
     add("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    from spark_jobs.rollup import utc_dates_for
+    from archive.reader import utc_dates_for
 
     root, meta = ensure_archive(args.events, args.seed, args.regenerate)
     site_tz: dict[str, str | None] = meta["sites"]
