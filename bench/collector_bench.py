@@ -11,164 +11,495 @@ Kafka are started with ``python -m deploy.local.stack`` on the bench's own ports
 Four gunicorns serve the project (bench/settings_bench.py, bench/urls.py): A and A2 as it is,
 B with ClickstreamMiddleware, C as it is for the beacon pair. After 30 s of tracked traffic
 (the broker's JIT settles) and a warm-up of each variant, rounds alternate the variants
-(reversed every other round) under wrk. Ratios are medians over rounds of per-round ratios:
-``B_page / A_page`` (goal >= 0.95; also against A's twin A2, and UNRESOLVED when the two
-disagree or the A/A control ``A2_page / A_page`` is off 1.00 by more than the margin) and
-``A_collect / A_empty`` (beacon, goal >= 0.80). Per variant: req/s, p50/p99, statuses, server
-CPU per request, and the events on Kafka against the 2xx wrk saw. By default the servers run on
-every CPU but the last and wrk and a private stack on the last (``--cpus``).
+(reversed every other round) under wrk (bench/wrk_collector.lua). Ratios are medians over
+rounds of per-round ratios: ``B_page / A_page`` (goal >= 0.95; also against A's twin A2, and
+UNRESOLVED when the two disagree or the A/A control ``A2_page / A_page`` is off 1.00 by more
+than the margin) and ``A_collect / A_empty`` (beacon, goal >= 0.80). Per variant: req/s,
+p50/p99, statuses, server CPU per request, and the events on Kafka against the 2xx wrk saw.
+By default the servers run on every CPU but the last, wrk and a private stack on the last.
 
-``--instructions``: instructions per tracked page view under callgrind instead (see
-bench/collector_instructions.py). JSON: ``artifacts/bench/collector.json`` (or
-``collector_instructions.json``). Exit status 1 when the benchmark itself failed.
+``--instructions``: A's and B's WSGI handlers in one process under ``valgrind
+--tool=callgrind --separate-threads=yes``; after a warm-up, rounds alternate A and B, each
+phase closed (once B's events are on Kafka) by a callgrind dump. The same work counts the same
+to about 0.1 %, but an instruction's cost (cache misses, the GIL, the kernel) is not seen: the
+ratio is a ceiling for ``B_page / A_page``. librdkafka's threads and the sink's poll loop run
+by the clock, which valgrind slows ~50 times: shown in parentheses, left out of the totals.
+
+JSON: ``artifacts/bench/collector.json`` (``collector_instructions.json``). Exit status 1
+when the benchmark itself failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
+import json
 import os
+import queue
+import re
+import secrets
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import collector_instructions, collector_report, harness
-from bench.harness import REPO, BenchError, Server, Watermarks
+from bench import harness
+from bench.harness import OUT, PYTHON, REPO, BenchError, Server
 
-OUT = REPO / "artifacts" / "bench"
+SITE_ID = "bench"
 
 
 @dataclass(frozen=True)
 class Variant:
     key: str
     server: str  # "A", "A2", "C" (Footfall's settings) or "B" (+ ClickstreamMiddleware)
-    method: str
     path: str
-    mode: str  # the wrk script's FFBENCH_MODE
+    mode: str  # the wrk script's FFBENCH_MODE: "get" or "beacon" (POST)
     tracked: bool  # each 2xx should put one event on Kafka
 
 
 VARIANTS = (
-    Variant("A_page", "A", "GET", "/bench/page", "get", tracked=False),
-    Variant("B_page", "B", "GET", "/bench/page", "get", tracked=True),
-    Variant("A2_page", "A2", "GET", "/bench/page", "get", tracked=False),
-    Variant("A_empty", "C", "GET", "/bench/empty", "get", tracked=False),
-    Variant("A_collect", "C", "POST", "/collect", "beacon", tracked=True),
+    Variant("A_page", "A", "/bench/page", "get", tracked=False),
+    Variant("B_page", "B", "/bench/page", "get", tracked=True),
+    Variant("A2_page", "A2", "/bench/page", "get", tracked=False),
+    Variant("A_empty", "C", "/bench/empty", "get", tracked=False),
+    Variant("A_collect", "C", "/collect", "beacon", tracked=True),
 )
+# name: (top, bottom, goal) of a req/s ratio. The control (A/A: two identical servers, no goal)
+# shows how far apart the instrument puts servers that differ in nothing.
+RATIOS = {
+    "middleware": ("B_page", "A_page", 0.95),
+    "middleware_a2": ("B_page", "A2_page", 0.95),  # the same goal against A's twin
+    "beacon": ("A_collect", "A_empty", 0.80),
+    "control": ("A2_page", "A_page", None),
+}
+# A goal is met when every ratio measuring it passes, missed when none does, and unresolved
+# when they disagree (A and A2 are the same server, so such a verdict is the instrument's) or
+# when the run's control is further from 1.00 than the goal's margin.
+VERDICTS = {"middleware": (("middleware", "middleware_a2"), "control"), "beacon": (("beacon",), None)}
+NOISY = 0.10  # above this median share of the machine's CPU used by others, req/s ratios are suspect
+
+
+# --- the servers, wrk and Kafka --------------------------------------------------------------------
+def cpu_split(available: frozenset[int]) -> tuple[frozenset[int], frozenset[int]] | None:
+    """(servers' CPUs, the rest's): the highest available CPU for the bench process, wrk and a
+    private stack, the others for the servers; no split on one CPU."""
+    return None if len(available) < 2 else (available - {max(available)}, frozenset({max(available)}))
+
+
+def server_env(stack_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
+    """Environment of the bench's Django servers: production-like (DEBUG off, behind one proxy),
+    a private SQLite database and spool under ``workdir``, flood limits out of reach."""
+    drop = {"DATABASE_URL", "FOOTFALL_SPOOL_DIR", "FOOTFALL_ENV", "FOOTFALL_BENCH_MIDDLEWARE"}
+    return {k: v for k, v in stack_env.items() if k not in drop} | dict(
+        DJANGO_SETTINGS_MODULE="bench.settings_bench", FOOTFALL_DATA_DIR=str(workdir / "data"), DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1,localhost", FOOTFALL_CLIENT_RATE="100000",
+        FOOTFALL_CLIENT_BURST="1000000", FOOTFALL_TRUSTED_PROXIES="1", PYTHONUNBUFFERED="1",
+        # One string-hash seed for every server: with a random seed each, two identical servers
+        # lay out their dicts differently and ran steadily ~8 % apart.
+        PYTHONHASHSEED="0",
+    )  # fmt: skip
 
 
 def gunicorn_args(workers: int, threads: int) -> list[str]:
     # gthread keeps connections alive as behind a proxy (sync workers would make wrk measure
     # TCP set-up); a few threads overlap the short waits (Redis salt, SQLite) as in production.
-    return [
-        "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
-        "--keep-alive", "5", "--timeout", "60", "--graceful-timeout", "15", "--log-level", "warning",
-    ]  # fmt: skip
+    return ["--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads), "--keep-alive", "5",
+            "--timeout", "60", "--graceful-timeout", "15", "--log-level", "warning"]  # fmt: skip
+
+
+def answers_empty(url: str) -> bool:
+    request = urllib.request.Request(f"{url}/bench/empty", headers={"X-Forwarded-Proto": "https"})
+    with urllib.request.urlopen(request, timeout=2) as resp:
+        return bool(resp.status == 204)
+
+
+def run_wrk(url: str, mode: str, threads: int, connections: int, duration: float) -> dict[str, Any]:
+    """One wrk run with ``bench/wrk_collector.lua``; the summary its done() prints."""
+    argv = [harness.debian_tool("wrk"), f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency",
+            "--timeout", "10s", "-s", str(Path(__file__).with_name("wrk_collector.lua")), url]  # fmt: skip
+    env = {**os.environ, "FFBENCH_MODE": mode, "FFBENCH_SITE": SITE_ID}
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=duration + 120)
+    for line in out.stdout.splitlines():
+        if line.startswith("FFBENCH "):
+            return dict(json.loads(line.removeprefix("FFBENCH ")))
+    raise BenchError(f"wrk failed (exit {out.returncode}):\n{out.stdout}{out.stderr}")
+
+
+class Watermarks:
+    """Sum of the events topic's high watermarks: how many events were ever produced."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        topic = env.get("FOOTFALL_EVENTS_TOPIC", "events")
+        self.consumer = Consumer({"bootstrap.servers": env["KAFKA_BOOTSTRAP_SERVERS"], "group.id": "footfall-bench"})
+        partitions = self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        self.tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+
+    def total(self) -> int:
+        return sum(self.consumer.get_watermark_offsets(tp, timeout=5)[1] for tp in self.tps)
+
+    def settled(self, quiet: float = 1.5, limit: float = 60.0) -> int:
+        """The total once it has not moved for ``quiet`` seconds (the middleware delivers from a
+        background queue, so events keep arriving after the load stops)."""
+        last, since, deadline = self.total(), time.monotonic(), time.monotonic() + limit
+        while time.monotonic() - since < quiet and time.monotonic() < deadline:
+            time.sleep(0.25)
+            if (now := self.total()) != last:
+                last, since = now, time.monotonic()
+        return last
 
 
 class Bench:
     """The servers and the Kafka counter of one run."""
 
     def __init__(self, args: argparse.Namespace, workdir: Path, cleanup: contextlib.ExitStack) -> None:
-        self.args, self.split = args, args.cpu_split
+        self.args = args
+        self.split = cpu_split(frozenset(os.sched_getaffinity(0))) if args.cpus == "auto" else None
         if self.split is not None:  # before the stack starts: its Kafka and Redis inherit it, as wrk does
-            os.sched_setaffinity(0, self.split.rest)
-        self.stack = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
-        env = harness.bench_env(self.stack.env, workdir)
-        harness.create_site(env)
+            os.sched_setaffinity(0, self.split[1])
+        stack_env, self.stack = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
+        env = server_env(stack_env, workdir)
+        harness.manage(env, "migrate", "--noinput", "-v", "0")
+        harness.manage(env, "create_site", SITE_ID, "--domain", "127.0.0.1", "--domain", "localhost")
         # Every server gets the variable, "0" or "1": environments of the same size.
-        gargs, cpus = gunicorn_args(args.workers, args.gunicorn_threads), self.split and self.split.servers
+        gargs, cpus = gunicorn_args(args.workers, args.gunicorn_threads), self.split and self.split[0]
         self.servers = {
             name: Server(name, {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag}, gargs, workdir / f"{name}.log", cpus=cpus)
             for name, flag in (("A", "0"), ("B", "1"), ("A2", "0"), ("C", "0"))
         }
         for server in self.servers.values():
             cleanup.callback(server.stop)
-            server.start()
+            server.start(lambda s=server: answers_empty(s.url))
         self.marks = Watermarks(env)
-        cleanup.callback(self.marks.close)
+        cleanup.callback(self.marks.consumer.close)
+        self.cpus = "CPUs shared by servers, wrk and stack"
+        if self.split is not None:
+            self.cpus = f"servers on CPU {sorted(self.split[0])}, wrk and stack on CPU {sorted(self.split[1])}"
 
-    def cpus(self) -> str:
-        if self.split is None:
-            return "CPUs shared by servers, wrk and stack"
-        return self.split.describe() + ("" if self.stack.own else " (the environment's stack: not moved)")
-
-    def wrk(self, var: Variant, duration: float) -> dict[str, Any]:
-        url = self.servers[var.server].url + var.path
-        return harness.run_wrk(url, var.mode, self.args.threads, self.args.connections, duration)
-
-    def warm_up(self) -> None:
-        """Tracked traffic (B's pages and C's beacons in turn) for ``--broker-warmup`` seconds,
-        so the broker has compiled its hot paths; then every variant (caches, producers, salts)."""
-        tracked = [var for var in VARIANTS if var.tracked]
-        left, turn = self.args.broker_warmup, 0
-        while left > 0:
-            self._check_warm(tracked[turn % len(tracked)], min(15.0, left))
-            left, turn = left - 15.0, turn + 1
-        for var in VARIANTS:
-            self._check_warm(var, self.args.warmup)
-
-    def _check_warm(self, var: Variant, seconds: float) -> None:
-        run = self.wrk(var, seconds)
-        if any(not 200 <= int(code) < 300 for code in run["statuses"]):
+    def wrk(self, var: Variant, duration: float, check: bool = False) -> dict[str, Any]:
+        args = self.args
+        run = run_wrk(self.servers[var.server].url + var.path, var.mode, args.threads, args.connections, duration)
+        if check and any(not 200 <= int(code) < 300 for code in run["statuses"]):
             raise BenchError(f"warm-up of {var.key} answered {run['statuses']}")
+        return run
 
     def measure(self, var: Variant) -> dict[str, Any]:
         """One wrk run of ``var``: throughput, latency, statuses, CPU, events on Kafka."""
-        start_events = self.marks.settled(quiet=0.5)
-        server = self.servers[var.server]
-        before = (server.cpu_s(), harness.own_cpu_seconds(children=True), harness.machine_busy_seconds())
+        start_events, server = self.marks.settled(quiet=0.5), self.servers[var.server]
+        before = (server.cpu_s(), harness.cpu_seconds(children=True), harness.machine_busy_seconds())
         window = time.monotonic()
         run = self.wrk(var, self.args.duration)
         produced = self.marks.settled() - start_events  # the middleware delivers after answering
         server_cpu = server.cpu_s() - before[0]
-        wrk_cpu = harness.own_cpu_seconds(children=True) - before[1]
+        wrk_cpu = harness.cpu_seconds(children=True) - before[1]
         others = harness.machine_busy_seconds() - before[2] - server_cpu - wrk_cpu  # incl. the idle servers'
         window = time.monotonic() - window
         statuses = {int(k): v for k, v in run["statuses"].items()}
+        ok = sum(n for code, n in statuses.items() if 200 <= code < 300)
         return {
-            "rps": run["requests"] / (run["duration_us"] / 1e6),
-            "p50_ms": run["latency_us"]["p50"] / 1000,
-            "p99_ms": run["latency_us"]["p99"] / 1000,
-            "requests": run["requests"],
-            "statuses": statuses,
-            "non_2xx": sum(n for code, n in statuses.items() if not 200 <= code < 300),
+            "rps": run["requests"] / (run["duration_us"] / 1e6), "p50_ms": run["latency_us"]["p50"] / 1000,
+            "p99_ms": run["latency_us"]["p99"] / 1000, "requests": run["requests"], "statuses": statuses,
+            "non_2xx": run["requests"] - ok,
             "socket_errors": {k: v for k, v in run["errors"].items() if k != "status" and v},
             "others_cpu_share": round(max(others, 0.0) / (window * (os.cpu_count() or 1)), 3),
             "server_cpu_ms_per_req": round(server_cpu * 1000 / max(run["requests"], 1), 4),
-            "events_produced": produced,
-            "events_expected": sum(n for c, n in statuses.items() if 200 <= c < 300) if var.tracked else 0,
-        }
+            "events_produced": produced, "events_expected": ok if var.tracked else 0,
+        }  # fmt: skip
 
     def run(self) -> dict[str, list[dict[str, Any]]]:
         args = self.args
         servers = ", ".join(f"{name} {server.url}" for name, server in self.servers.items())
         load = f"wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, {args.rounds} rounds"
-        print(f"stack: {self.stack.description}; {servers}; {load}; {self.cpus()}", flush=True)
-        self.warm_up()
+        print(f"stack: {self.stack}; {servers}; {load}; {self.cpus}", flush=True)
+        # Tracked traffic first, so the broker has compiled its hot paths; then every variant.
+        tracked, left = [var for var in VARIANTS if var.tracked], args.broker_warmup
+        while left > 0:
+            self.wrk(tracked[int(left / 15) % len(tracked)], min(15.0, left), check=True)
+            left -= 15.0
+        for var in VARIANTS:
+            self.wrk(var, args.warmup, check=True)
         runs: dict[str, list[dict[str, Any]]] = {var.key: [] for var in VARIANTS}
-        for round_no in range(args.rounds):
-            for var in VARIANTS if round_no % 2 == 0 else tuple(reversed(VARIANTS)):
-                result = self.measure(var)
-                runs[var.key].append(result)
-                print(
-                    f"round {round_no + 1}/{args.rounds} {var.key:<10} {result['rps']:7.0f} req/s  "
-                    f"p50 {result['p50_ms']:6.1f} ms  p99 {result['p99_ms']:6.1f} ms  "
-                    f"server CPU {result['server_cpu_ms_per_req']:.3f} ms/req  statuses {result['statuses']}  "
-                    f"events {result['events_produced']}/{result['events_expected']}",
-                    flush=True,
-                )
+        for number in range(args.rounds):
+            for var in VARIANTS if number % 2 == 0 else VARIANTS[::-1]:
+                runs[var.key].append(r := self.measure(var))
+                print(f"round {number + 1}/{args.rounds} {var.key:<10} {r['rps']:7.0f} req/s  p50 {r['p50_ms']:6.1f}"
+                      f" ms  p99 {r['p99_ms']:6.1f} ms  server CPU {r['server_cpu_ms_per_req']:.3f} ms/req  statuses "
+                      f"{r['statuses']}  events {r['events_produced']}/{r['events_expected']}", flush=True)  # fmt: skip
         return runs
 
 
-def _commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
+# --- the report (pure) -----------------------------------------------------------------------------
+def kafka_check(produced: int, expected: int, tracked: bool, slack: int) -> str:
+    """Whether the events on Kafka match the 2xx answers wrk counted. wrk stops counting at the
+    deadline while up to one request per connection is still being served, so a tracked
+    variant may show up to ``slack`` events more than answers."""
+    diff = produced - expected
+    if not tracked:
+        return "ok" if diff == 0 else f"{diff:+d} unexpected (another producer on the topic?)"
+    if diff < 0:
+        return f"{-diff} missing (dropped, spooled or lost)"
+    return "ok" if diff == 0 else ("ok, in flight at the deadline" if diff <= slack else f"{diff:+d} unexplained")
+
+
+def _median(runs: Sequence[Mapping], key: str) -> float:
+    return round(statistics.median(r[key] for r in runs), 4)
+
+
+def ratio(top: Mapping, bottom: Mapping, of: str, goal: float | None) -> dict[str, Any]:
+    """``top``'s req/s over ``bottom``'s: ``value`` is the median of the per-round ratios (the two
+    ran next to each other, so a VM that changes speed between rounds moves both);
+    ``of_medians`` pairs numbers from different rounds; ``pass`` is ``None`` for a control.
+    ``server_cpu_ratio``: the inverse ratio of server CPU per request, what the ratio would be
+    if the server had the machine to itself (B's includes its tracker thread)."""
+    per_round = [x["rps"] / y["rps"] for x, y in zip(top["runs"], bottom["runs"], strict=True)]
+    value, cpu_t, cpu_b = (statistics.median(per_round), *(v["median_server_cpu_ms_per_req"] for v in (top, bottom)))
+    of_medians = top["median_rps"] / bottom["median_rps"]
+    return {"of": of, "value": round(value, 4), "of_medians": round(of_medians, 4), "goal": goal,
+            "pass": None if goal is None else value >= goal, "per_round": [round(r, 4) for r in per_round],
+            "server_cpu_ratio": round(cpu_b / cpu_t, 4) if cpu_t and cpu_b else None}  # fmt: skip
+
+
+def verdict(measured: Sequence[Mapping], control: Mapping | None) -> str:
+    """PASS when every ratio in ``measured`` meets its goal, FAIL when none does, UNRESOLVED when
+    they disagree or when ``control`` (an A/A ratio) is off 1.00 by more than the margin."""
+    if control is not None and abs(control["value"] - 1.0) > min(1.0 - r["goal"] for r in measured):
+        return "UNRESOLVED"
+    passes = {r["pass"] for r in measured}
+    return "UNRESOLVED" if len(passes) > 1 else "PASS" if passes == {True} else "FAIL"
+
+
+def build(config: dict, runs: Mapping[str, list[dict]], connections: int) -> dict[str, Any]:
+    """The result document: per variant medians and the Kafka check, the ratios, the verdicts."""
+    variants = {}
+    for key, rs in runs.items():
+        produced, expected = sum(r["events_produced"] for r in rs), sum(r["events_expected"] for r in rs)
+        variants[key] = {
+            "median_rps": _median(rs, "rps"), "median_p50_ms": _median(rs, "p50_ms"),
+            "median_p99_ms": _median(rs, "p99_ms"), "non_2xx": sum(r["non_2xx"] for r in rs),
+            "median_server_cpu_ms_per_req": _median(rs, "server_cpu_ms_per_req"),
+            "socket_errors": sum(sum(r["socket_errors"].values()) for r in rs), "events_produced": produced,
+            "events_expected": expected, "runs": rs,
+            "kafka_check": kafka_check(produced, expected, expected > 0, connections * len(rs)),
+        }  # fmt: skip
+    ratios = {name: ratio(variants[t], variants[b], f"{t} / {b}", goal) for name, (t, b, goal) in RATIOS.items()}
+    verdicts = {goal: verdict([ratios[n] for n in names], control and ratios[control])
+                for goal, (names, control) in VERDICTS.items()}  # fmt: skip
+    noise = statistics.median(r["others_cpu_share"] for rs in runs.values() for r in rs)
+    warnings = [f"{k}: events on Kafka {v['kafka_check']}" for k, v in variants.items()
+                if not v["kafka_check"].startswith("ok")]  # fmt: skip
+    if noise > NOISY:
+        warnings.append(f"other processes used {noise:.0%} of the machine's CPU during the runs (median): the req/s "
+                        "ratios are unreliable; the CPU ratios are the steadier estimate")  # fmt: skip
+    failures = [f"{k}: {v['non_2xx']} non-2xx answers" for k, v in variants.items() if v["non_2xx"]]
+    failures += [f"{k}: {v['socket_errors']} socket errors" for k, v in variants.items() if v["socket_errors"]]
+    return {"benchmark": "collector", "config": config, "variants": variants, "ratios": ratios,
+            "verdicts": verdicts, "others_cpu_share": round(noise, 3), "warnings": warnings, "failures": failures,
+            "ok": not failures}  # fmt: skip
+
+
+def print_table(doc: Mapping) -> None:
+    print(f"\n{'variant':<10} {'req/s':>6}  {'per round':<18} {'p50 ms':>6} {'p99 ms':>6} {'non-2xx':>7} "
+          f"{'CPU ms/req':>10}  events on Kafka / 2xx tracked")  # fmt: skip
+    for key, v in doc["variants"].items():
+        rounds = " ".join(f"{r['rps']:.0f}" for r in v["runs"])
+        print(f"{key:<10} {v['median_rps']:6.0f}  {rounds:<18} {v['median_p50_ms']:6.1f} {v['median_p99_ms']:6.1f} "
+              f"{v['non_2xx']:7d} {v['median_server_cpu_ms_per_req']:10.3f}  {v['events_produced']} / "
+              f"{v['events_expected']}: {v['kafka_check']}")  # fmt: skip
+    print(
+        f"\n{'ratio':<13} {'of req/s':<22} {'median':>6} {'goal':>5}  result  {'per round':<32} of medians  CPU ratio"
+    )
+    for name, r in doc["ratios"].items():
+        rounds = " ".join(f"{v:.3f}" for v in r["per_round"])
+        cpu = "-" if r["server_cpu_ratio"] is None else f"{r['server_cpu_ratio']:.3f}"
+        goal = "-" if r["goal"] is None else f"{r['goal']:.2f}"
+        result = "A/A" if r["pass"] is None else "PASS" if r["pass"] else "FAIL"
+        print(f"{name:<13} {r['of']:<22} {r['value']:6.3f} {goal:>5}  {result:<6}  {rounds:<32} "
+              f"{r['of_medians']:10.3f}  {cpu}")  # fmt: skip
+    print("", *(f"goal {name}: {outcome}" for name, outcome in doc["verdicts"].items()), sep="\n")
+    for warning in doc["warnings"]:
+        print(f"\nWARNING: {warning}")
+    print(f"\nbenchmark FAILED: {'; '.join(doc['failures'])}" if doc["failures"] else "\nbenchmark completed")
+
+
+# --- --instructions: callgrind ---------------------------------------------------------------------
+CHILD_FLAG = "--in-callgrind"
+CLOCKED = ("rdk:", "footfall-sink", "bench-wait")  # threads whose work follows the clock
+VALGRIND_THREAD = re.compile(r"^Thread (\d+): status = .*\(lwpid (\d+)\)$", re.M)
+WSGIApp = Callable[[dict[str, Any], Callable[..., object]], Iterable[bytes]]
+AGENTS = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/17.6 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+)
+REFERRERS = ("https://www.google.com/", "", "https://x.com/")
+CLIENTS = ("81.2.69.142", "89.160.20.112", "216.160.83.56", "2a02:cf40::1")
+
+
+@dataclass(frozen=True)
+class Dump:
+    """One callgrind dump file: the phase it closes, the thread, its instruction count."""
+
+    label: str
+    thread: int
+    instructions: int
+
+
+def read_dump(path: Path) -> Dump | None:
+    """Label, thread and ``summary`` (Ir) of a callgrind output file; ``None`` for a dump this
+    tool did not ask for (valgrind's own at exit). A thread idle through the phase counts 0."""
+    label = thread = total = None
+    for line in path.read_text().splitlines():
+        if line.startswith("desc: Trigger: dump "):
+            label = line.removeprefix("desc: Trigger: dump ").strip()
+        elif line.startswith("thread: "):
+            thread = int(line.split()[1])
+        elif line.startswith(("summary: ", "totals: ")):
+            total = int(line.split()[1])  # the last one wins: summary follows totals
+    return None if label is None or thread is None else Dump(label, thread, total or 0)
+
+
+def per_variant(dumps: list[Dump], requests: int) -> dict[str, dict[int, float]]:
+    """{variant: {thread: median Ir per page view over its rounds}} from dumps labelled
+    ``<variant>.<round>`` (others, like the warm-up's, left out; a missing thread counts 0)."""
+    phases: dict[str, dict[int, int]] = {}
+    for dump in dumps:
+        phases.setdefault(dump.label, {})[dump.thread] = dump.instructions
+    threads, rounds = sorted({dump.thread for dump in dumps}), dict[str, list[dict[int, int]]]()
+    for label, counts in phases.items():
+        variant, _, number = label.rpartition(".")
+        if variant and number.isdigit():
+            rounds.setdefault(variant, []).append(counts)
+    return {v: {t: statistics.median(r.get(t, 0) for r in rs) / requests for t in threads} for v, rs in rounds.items()}
+
+
+def report(results: dict[str, dict[int, float]], names: dict[int, str]) -> list[str]:
+    """The table: per variant (the first is the baseline), Ir per page view of each thread that
+    did any work, the total of the counted (not clocked) threads, its difference from the
+    baseline's and the baseline's total over it (the ceiling of the variant's req/s ratio)."""
+    variants = list(results)
+    name = {t: names.get(t, f"thread {t}") for t in results[variants[0]]}
+    totalled = [t for t in name if not name[t].startswith(CLOCKED)]
+    threads = [t for t in sorted(name) if any(results[v][t] >= 50 for v in variants)]
+    heads = [name[t] if t in totalled else f"({name[t]})" for t in threads]
+    first, cols = max(len("variant"), *map(len, variants)) + 2, [max(11, len(h) + 2) for h in heads]
+    lines = ["variant".ljust(first) + "".join(h.rjust(c) for h, c in zip(heads, cols, strict=True)) + "      total"
+             f"    vs {variants[0]}  ceiling   (Ir per page view; totals leave out the (clocked) threads)"]  # fmt: skip
+    base = sum(results[variants[0]][t] for t in totalled)
+    for v in variants:
+        total = sum(results[v][t] for t in totalled)
+        cells = "".join(f"{results[v][t]:>{c},.0f}" for t, c in zip(threads, cols, strict=True))
+        lines.append(f"{v:<{first}}{cells}{total:>11,.0f} {total - base:>+9,.0f}  {base / total:>7.3f}")
+    return lines
+
+
+def serve(app: WSGIApp, requests: int) -> None:
+    """``requests`` page views to ``app`` as a WSGI server sends them (body read, response closed:
+    Django's request_finished); raise if one is not answered 200."""
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: object = None) -> None:
+        if not status.startswith("200"):
+            raise RuntimeError(f"/bench/page answered {status}")
+
+    for i in range(requests):
+        body = app({
+            "REQUEST_METHOD": "GET", "PATH_INFO": "/bench/page", "QUERY_STRING": "", "SERVER_NAME": "localhost",
+            "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "localhost", "REMOTE_ADDR": "127.0.0.1",
+            "HTTP_USER_AGENT": AGENTS[i % len(AGENTS)], "HTTP_REFERER": REFERRERS[i % len(REFERRERS)],
+            "HTTP_X_FORWARDED_FOR": CLIENTS[i % len(CLIENTS)], "HTTP_X_FORWARDED_PROTO": "https",
+            "wsgi.input": io.BytesIO(b""), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+        }, start_response)  # fmt: skip
+        b"".join(body)
+        getattr(body, "close", lambda: None)()
+
+
+def child(requests: int, rounds: int, out: Path) -> None:
+    """Inside callgrind: the phases, each closed by a dump; B's phases end once their events are
+    on Kafka. Writes valgrind's thread numbers -> thread names to ``out/threads.json``."""
+    os.environ.update(DJANGO_SETTINGS_MODULE="bench.settings_bench", FOOTFALL_BENCH_MIDDLEWARE="1",
+                      FOOTFALL_TRUSTED_PROXIES="1", ALLOWED_HOSTS="localhost")  # fmt: skip
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='ff-callgrind-')}/db.sqlite3")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.handlers.wsgi import WSGIHandler
+
+    b = WSGIHandler()  # reads settings.MIDDLEWARE now, as footfall.wsgi builds it
+    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if not m.endswith("ClickstreamMiddleware")]
+    a, marks = WSGIHandler(), Watermarks(os.environ)
+    targets, delivered = queue.SimpleQueue[int](), threading.Event()
+
+    def wait() -> None:  # for each target, wait (by the clock) until the topic holds that many events
+        while True:
+            target, deadline = targets.get(), time.monotonic() + 120
+            while marks.total() < target and time.monotonic() < deadline:
+                time.sleep(0.5)
+            delivered.set()  # on time or not: a late phase shows in the tracker's column
+
+    # One waiter for the whole run, alive at the end so it is named (and left out of the totals).
+    threading.Thread(target=wait, name="bench-wait", daemon=True).start()
+    expected = marks.total()
+
+    def phase(app: WSGIApp, count: int, label: str) -> None:
+        nonlocal expected
+        serve(app, count)
+        if app is b:
+            expected += count
+            targets.put(expected)
+            delivered.wait()
+            delivered.clear()
+        subprocess.run(["callgrind_control", f"--dump={label}", str(os.getpid())], check=True, capture_output=True)
+
+    phase(a, min(requests, 300), "warm-up")  # tables, caches, producer, salt
+    phase(b, min(requests, 300), "warm-up")
+    for r in range(rounds):
+        for name, app in (("A", a), ("B", b)) if r % 2 == 0 else (("B", b), ("A", a)):
+            phase(app, requests, f"{name}.{r}")
+    # valgrind's thread numbers and kernel ids (a later thread may reuse an ended one's number);
+    # native id -> Python's thread name, else the kernel's (librdkafka names its own).
+    listing = subprocess.run(
+        ["vgdb", f"--pid={os.getpid()}", "v.info", "scheduler"], capture_output=True, text=True, check=True
+    )
+    native = {}
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):  # ended meanwhile
+            native[int(task.name)] = (task / "comm").read_text().strip()
+    native |= {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+    native[threading.get_native_id()] = "request"
+    threads = {int(n): native.get(int(lwp), f"lwp {lwp}") for n, lwp in
+               VALGRIND_THREAD.findall(listing.stdout + listing.stderr) if lwp != "0"}  # fmt: skip
+    (out / "threads.json").write_text(json.dumps(threads))
+
+
+def instructions(requests: int, rounds: int, env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    """Run the child under callgrind; print the table; the result document."""
+    argv = [harness.debian_tool("valgrind"), "--tool=callgrind", "--separate-threads=yes", "--dump-line=no",
+            f"--callgrind-out-file={workdir}/callgrind.%p", PYTHON, "-m", "bench.collector_bench",
+            CHILD_FLAG, str(workdir), "--requests", str(requests), "-r", str(rounds)]  # fmt: skip
+    print(f"running under callgrind ({rounds} rounds of {requests} page views per variant)", flush=True)
+    started = time.monotonic()
+    done = subprocess.run(argv, env={**env, "PYTHONHASHSEED": "0"}, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"the callgrind run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    measured = per_variant([d for p in workdir.glob("callgrind.*.*-*") if (d := read_dump(p))], requests)
+    results = {v: measured[v] for v in ("A", "B")}
+    names = {int(k): v for k, v in json.loads((workdir / "threads.json").read_text()).items()}
+    print(*report(results, names), f"({time.monotonic() - started:.0f} s under callgrind)", sep="\n")
+    return {"benchmark": "collector_instructions", "requests": requests, "rounds": rounds, "threads": names,
+            "counted": [t for t in sorted(names) if not names[t].startswith(CLOCKED)],
+            "ir_per_page_view": {v: {str(t): round(x) for t, x in r.items()} for v, r in results.items()}}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,17 +520,13 @@ def main(argv: list[str] | None = None) -> int:
     add("--requests", type=int, default=300, help="--instructions: page views per phase (default 300)")
     add("--json", type=Path, default=None, help="where to write the results")
     add("--keep-workdir", action="store_true", help="keep gunicorn logs and the bench database")
-    if argv and argv[0] == collector_instructions.CHILD_FLAG:  # under callgrind
+    if argv and argv[0] == CHILD_FLAG:  # under callgrind
         args = parser.parse_args(argv[2:])
-        collector_instructions.child(args.requests, args.rounds, Path(argv[1]))
+        child(args.requests, args.rounds, Path(argv[1]))
         sys.stdout.flush()
         os._exit(0)  # no interpreter teardown: valgrind's exit dump is not read anyway
     args = parser.parse_args(argv)
     args.rounds = args.rounds or (2 if args.instructions else 3)
-    try:
-        args.cpu_split = harness.parse_cpu_split(args.cpus, frozenset(os.sched_getaffinity(0)))
-    except ValueError as exc:
-        parser.error(f"--cpus {exc}")
     harness.handle_signals()
     workdir = Path(tempfile.mkdtemp(prefix="footfall-bench-"))
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -208,8 +535,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.keep_workdir:
                 cleanup.callback(shutil.rmtree, workdir, True)
             if args.instructions:
-                stack = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
-                doc = collector_instructions.run(args.requests, args.rounds, stack.env, workdir)
+                env, _ = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
+                doc = instructions(args.requests, args.rounds, env, workdir)
                 harness.write_json(doc, args.json or OUT / "collector_instructions.json")
                 return 0
             harness.debian_tool("wrk")  # fail (or install it) before starting anything
@@ -221,15 +548,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; servers and stack stopped", file=sys.stderr)
         return 130
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     config = {
         "wrk": f"-t{args.threads} -c{args.connections} -d{args.duration:g}s (warm-up {args.warmup:g}s)",
         "broker_warmup_s": args.broker_warmup, "rounds": args.rounds,
-        "gunicorn": " ".join(gunicorn_args(args.workers, args.gunicorn_threads)),
-        "stack": bench.stack.description, "cpu_split": bench.cpus(), "machine": harness.machine(),
-        "commit": _commit(), "started": started,
+        "gunicorn": " ".join(gunicorn_args(args.workers, args.gunicorn_threads)), "stack": bench.stack,
+        "cpu_split": bench.cpus, "machine": harness.machine(), "commit": commit.stdout.strip(), "started": started,
     }  # fmt: skip
-    doc = collector_report.build(config, runs, [v.key for v in VARIANTS], args.connections)
-    collector_report.print_table(doc, {v.key: f"{v.method} {v.path}" for v in VARIANTS})
+    doc = build(config, runs, args.connections)
+    print_table(doc)
     harness.write_json(doc, args.json or OUT / "collector.json")
     return 0 if doc["ok"] else 1
 

@@ -1,4 +1,4 @@
-"""bench.collector_instructions: reading callgrind's dumps and turning them into the table."""
+"""bench.collector_bench --instructions: reading callgrind's dumps and turning them into the table."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.collector_instructions import VALGRIND_THREAD, Dump, per_variant, read_dump, report
+from bench.collector_bench import VALGRIND_THREAD, Dump, per_variant, read_dump, report
 
 
 def _dump_file(path: Path, trigger: str, thread: int, totals: int | None) -> Path:
@@ -17,7 +17,7 @@ def _dump_file(path: Path, trigger: str, thread: int, totals: int | None) -> Pat
         "version: 1",
         "creator: callgrind-3.19.0",
         "pid: 7566",
-        "cmd:  /usr/bin/python3 -m bench.collector_instructions --in-callgrind /tmp/x",
+        "cmd:  /usr/bin/python3 -m bench.collector_bench --in-callgrind /tmp/x",
         "part: 3",
         f"thread: {thread}",
         "",

@@ -1,4 +1,4 @@
-"""The collector bench's CPU split: ``--cpus auto|none`` and running a server on its CPUs."""
+"""The collector bench's CPU split (``--cpus auto``) and running a server on its CPUs."""
 
 from __future__ import annotations
 
@@ -7,25 +7,16 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
-from bench.harness import CpuSplit, Server, parse_cpu_split
-
-FOUR = frozenset({0, 1, 2, 3})
+from bench.collector_bench import cpu_split
+from bench.harness import Server
 
 
 def test_auto_keeps_the_highest_available_cpu_for_the_rest() -> None:
-    assert parse_cpu_split("auto", frozenset({2, 5, 7})) == CpuSplit(frozenset({2, 5}), frozenset({7}))
+    assert cpu_split(frozenset({2, 5, 7})) == (frozenset({2, 5}), frozenset({7}))
 
 
-def test_no_split_when_asked_or_with_one_cpu() -> None:
-    assert parse_cpu_split("none", FOUR) is None
-    assert parse_cpu_split("auto", frozenset({0})) is None
-
-
-def test_anything_but_auto_or_none_is_refused() -> None:
-    with pytest.raises(ValueError, match="expected auto or none"):
-        parse_cpu_split("0:1", FOUR)
+def test_no_split_with_one_cpu() -> None:
+    assert cpu_split(frozenset({0})) is None
 
 
 def test_a_pinned_server_and_the_processes_it_forks_run_on_its_cpus_only(tmp_path: Path) -> None:
