@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.metadata
 import json
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -35,12 +35,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from archive.schema import ARROW_SCHEMA, EVENTS_DIR
-from bench.harness import machine, write_json
+from bench.harness import OUT, cpu_seconds, machine, write_json
 from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
 from spark_jobs.transforms import DEFAULT_TZ
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "artifacts" / "bench" / "rollup.json"
 CACHE = Path.home() / ".cache" / "footfall" / "bench"
 GEN_VERSION = 1  # bump when the generator changes: the cache key includes it
 GOAL_RATIO = 5.0
@@ -309,17 +307,6 @@ def rollup_days(meta: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # the engines
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_s(pid: int | None = None) -> float:
-    """User + system CPU seconds of a process (this one by default), all its threads."""
-    if pid is None:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
 
 @dataclass
 class Run:
@@ -328,27 +315,25 @@ class Run:
     cpu_s: float  # the engine's own CPU: the JVM's plus this process's for Spark, this process's for DuckDB
 
 
-def start_spark(driver_memory: str, master: str) -> Any:
+def start_spark(driver_memory: str) -> Any:
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.master(master)
+    spark = (
+        SparkSession.builder.master("local[2]")
         .appName("footfall-rollup-bench")
         .config("spark.driver.memory", driver_memory)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")  # as historical/rollups.py submits the job
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
     )
-    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def run_spark(
-    spark: Any, root: Path, site_tz: dict[str, str | None], days: list[str], dimensions: Sequence[str]
-) -> Run:
-    """The job's read_events and transforms (``rollup``), its breakdowns of ``dimensions`` as Arrow."""
+def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list[str]) -> Run:
+    """The job's read_events and transforms (``rollup``), its breakdowns of DIMENSIONS as Arrow."""
     from pyspark.sql import functions as F
 
     from archive.reader import read_events
@@ -356,24 +341,18 @@ def run_spark(
     from spark_jobs.transforms import rollup
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    cpu, started = process_cpu_s(jvm) + process_cpu_s(), time.monotonic()
+    cpu, started = cpu_seconds(jvm) + cpu_seconds(), time.monotonic()
     events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
-    changes = zone_changes(set(site_tz.values()), days)
-    breakdowns = rollup(events, zones, days, changes)["breakdowns"]
-    result = breakdowns.where(F.col("dimension").isin(*dimensions)).select(*KEYS, "pageviews", "visitors")
-    table = result.toArrow()
-    wall = time.monotonic() - started
-    return Run(table, wall, process_cpu_s(jvm) + process_cpu_s() - cpu)
+    breakdowns = rollup(events, zones, days, zone_changes(set(site_tz.values()), days))["breakdowns"]
+    table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, "pageviews", "visitors").toArrow()
+    return Run(table, time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu)
 
 
-# The breakdowns of spark_jobs.transforms measured here, over the columns of `wanted` below.
-DIMENSION_SQL = {
-    "page": "path",
-    "ref": "ref",
-    "refpage": "ref || $sep || path",  # NULL when path is NULL, like Spark's concat
-}
-
+# The breakdowns of spark_jobs.transforms measured here (DIMENSIONS), written from its rules.
+# The referrer label (footfall_capture.events.ref_label): the domain, else "(unknown)" when a
+# referrer was sent, else "(direct)". The local day of every row: one ICU time zone conversion
+# per row, as Spark does it. refpage is NULL when path is NULL, like Spark's concat.
 DUCKDB_SQL = """
 WITH archive AS (
     SELECT * FROM read_parquet($files, hive_partitioning = true,
@@ -387,12 +366,19 @@ deduped AS (  -- one row per (site_id, event_id): the copy received first
 ),
 zones AS (SELECT site_id, min(tz) AS tz FROM site_tz GROUP BY site_id),
 pageviews AS (  -- human page views on the site's wall clock, with their referrer label
-{pageviews}
+    SELECT d.*, CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain
+                     WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END AS ref,
+           CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz(d.ts * 1000)) AS DATE) AS VARCHAR) AS day
+    FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id
     WHERE NOT coalesce(d.is_bot, FALSE) AND d.type = 'pageview'
 ),
 wanted AS MATERIALIZED (SELECT * FROM pageviews WHERE day IN (SELECT unnest($days))),
 dimensions AS (
-{dimensions}
+    SELECT site_id, day, 'page' AS dimension, path AS value, visitor_id FROM wanted
+    UNION ALL
+    SELECT site_id, day, 'ref' AS dimension, ref AS value, visitor_id FROM wanted
+    UNION ALL
+    SELECT site_id, day, 'refpage' AS dimension, ref || $sep || path AS value, visitor_id FROM wanted
 )
 SELECT site_id, day, dimension, value, count(*) AS pageviews, count(DISTINCT visitor_id) AS visitors
 FROM dimensions WHERE value IS NOT NULL
@@ -400,86 +386,38 @@ GROUP BY site_id, day, dimension, value
 """
 
 
-# The referrer label (footfall_capture.events.ref_label): the domain, else "(unknown)" when a
-# referrer was sent, else "(direct)".
-_REF = (
-    "CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain"
-    " WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END"
-)
-_LOCAL_DAY = "CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz({micros})) AS DATE) AS VARCHAR)"
-# The local day of every row: one ICU time zone conversion per row, as Spark does it.
-PAGEVIEWS_PER_ROW = f"""    SELECT d.*, {_REF} AS ref,
-           {_LOCAL_DAY.format(micros="d.ts * 1000")} AS day
-    FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id"""
-
-
-def duckdb_sql(dimensions: Sequence[str]) -> str:
-    selects = [
-        f"    SELECT site_id, day, '{d}' AS dimension, {DIMENSION_SQL[d]} AS value, visitor_id FROM wanted"
-        for d in dimensions
-    ]
-    return DUCKDB_SQL.replace("{pageviews}", PAGEVIEWS_PER_ROW).replace(
-        "{dimensions}", "\n    UNION ALL\n".join(selects)
-    )
-
-
-def run_duckdb(
-    root: Path,
-    site_tz: dict[str, str | None],
-    days: list[str],
-    dates: list[str],
-    dimensions: Sequence[str],
-    threads: int,
-    memory: str,
-) -> Run:
-    """The same breakdowns by DuckDB: a fresh in-memory database reading the same files."""
-    cpu, started = process_cpu_s(), time.monotonic()
-    con = duckdb.connect(config={"threads": threads, "memory_limit": memory})
+def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], dates: list[str], memory: str) -> Run:
+    """The same breakdowns by DuckDB (2 threads): a fresh in-memory database reading the same files."""
+    cpu, started = cpu_seconds(), time.monotonic()
+    con = duckdb.connect(config={"threads": 2, "memory_limit": memory})
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("CREATE TABLE site_tz (site_id VARCHAR, tz VARCHAR)")
         con.executemany("INSERT INTO site_tz VALUES (?, ?)", list(site_tz.items()))
-        params = {
-            "files": f"{root / EVENTS_DIR}/*/*/*/*.parquet",
-            "dates": dates,
-            "sites": sorted(site_tz),
-            "days": days,
-            "default_tz": DEFAULT_TZ,
-            "direct": REF_DIRECT,
-            "unknown": REF_UNKNOWN,
-            "sep": REFPAGE_SEPARATOR,
-        }
-        table = _arrow(con.execute(duckdb_sql(dimensions), params))
+        params = {"files": f"{root / EVENTS_DIR}/*/*/*/*.parquet", "dates": dates, "sites": sorted(site_tz),
+                  "days": days, "default_tz": DEFAULT_TZ, "direct": REF_DIRECT, "unknown": REF_UNKNOWN,
+                  "sep": REFPAGE_SEPARATOR}  # fmt: skip
+        table = _arrow(con.execute(DUCKDB_SQL, params))
     finally:
         con.close()
-    wall = time.monotonic() - started
-    return Run(table, wall, process_cpu_s() - cpu)
-
-
-# --------------------------------------------------------------------------------------------
-# comparison and report
-
-_RESULT = pa.schema([(k, pa.string()) for k in KEYS] + [("pageviews", pa.int64()), ("visitors", pa.int64())])
+    return Run(table, time.monotonic() - started, cpu_seconds() - cpu)
 
 
 def compare(spark_rows: pa.Table, duck_rows: pa.Table) -> tuple[int, list[tuple]]:
     """(number of differing rows, the first 20): rows missing on either side or with other figures."""
-    con = duckdb.connect()
-    try:
-        con.register("s", spark_rows.select(_RESULT.names).cast(_RESULT))
-        con.register("d", duck_rows.select(_RESULT.names).cast(_RESULT))
+    schema = pa.schema([(k, pa.string()) for k in KEYS] + [("pageviews", pa.int64()), ("visitors", pa.int64())])
+    with duckdb.connect() as con:
+        con.register("s", spark_rows.select(schema.names).cast(schema))
+        con.register("d", duck_rows.select(schema.names).cast(schema))
         diff = """
-            SELECT site_id, day, dimension, value,
-                   s.pageviews AS spark_pageviews, d.pageviews AS duckdb_pageviews,
+            SELECT site_id, day, dimension, value, s.pageviews AS spark_pageviews, d.pageviews AS duckdb_pageviews,
                    s.visitors AS spark_visitors, d.visitors AS duckdb_visitors
             FROM s FULL JOIN d USING (site_id, day, dimension, value)
             WHERE s.pageviews IS DISTINCT FROM d.pageviews OR s.visitors IS DISTINCT FROM d.visitors
         """
-        count = con.sql(f"SELECT count(*) FROM ({diff})").fetchone()[0]
-        first = con.sql(f"{diff} ORDER BY ALL LIMIT 20").fetchall()
-    finally:
-        con.close()
-    return count, first
+        return con.sql(f"SELECT count(*) FROM ({diff})").fetchone()[0], con.sql(
+            f"{diff} ORDER BY ALL LIMIT 20"
+        ).fetchall()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -488,12 +426,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     add("--events", type=int, default=10_000_000, help="archive rows, duplicates included (default 10,000,000)")
     add("--seed", type=int, default=42)
     add("--rounds", type=int, default=1, help="runs of each engine (order alternates); medians")
-    add("--master", default="local[2]")
     add("--driver-memory", default="4g", help="spark.driver.memory (local mode: all of Spark)")
-    add("--duckdb-threads", type=int, default=2)
     add("--duckdb-memory", default="4GB")
     add("--regenerate", action="store_true", help="rebuild the cached archive")
-    add("--out", type=Path, default=OUT)
+    add("--out", type=Path, default=OUT / "rollup.json")
     args = parser.parse_args(argv)
     from archive.reader import utc_dates_for
 
@@ -502,19 +438,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     days = rollup_days(meta)
     print(f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
           f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}")  # fmt: skip
-    load_before = os.getloadavg()
-    t0 = time.monotonic()
-    spark = start_spark(args.driver_memory, args.master)
+    load_before, t0 = os.getloadavg(), time.monotonic()
+    spark = start_spark(args.driver_memory)
     spark_start = time.monotonic() - t0
     runs: dict[str, list[Run]] = {"spark": [], "duckdb": []}
     try:
         for number in range(args.rounds):
             for engine in ("spark", "duckdb") if number % 2 == 0 else ("duckdb", "spark"):
                 if engine == "spark":
-                    run = run_spark(spark, root, site_tz, days, DIMENSIONS)
+                    run = run_spark(spark, root, site_tz, days)
                 else:
-                    dates = utc_dates_for(days)
-                    run = run_duckdb(root, site_tz, days, dates, DIMENSIONS, args.duckdb_threads, args.duckdb_memory)
+                    run = run_duckdb(root, site_tz, days, utc_dates_for(days), args.duckdb_memory)
                 runs[engine].append(run)
                 print(f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s "
                       f"({run.table.num_rows:,} result rows)", flush=True)  # fmt: skip
@@ -545,16 +479,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cpu_ratio_spark_duckdb": round(cpu_ratio, 3), "goal_ratio": GOAL_RATIO, "goal_met": ratio <= GOAL_RATIO,
         "identical": differing == 0, "differing_rows": differing, "mismatches": [list(map(str, r)) for r in first],
         "machine": {**machine(), "loadavg_before": [round(x, 2) for x in load_before], "duckdb": duckdb.__version__,
-                    "pyarrow": pa.__version__, "pyspark": _pyspark_version()},
+                    "pyarrow": pa.__version__, "pyspark": importlib.metadata.version("pyspark")},
     }  # fmt: skip
     write_json(report, args.out)
     return 0 if differing == 0 else 1
-
-
-def _pyspark_version() -> str:
-    import pyspark
-
-    return pyspark.__version__
 
 
 if __name__ == "__main__":
