@@ -4,14 +4,14 @@ Redis round trips per batch, and event -> visible-counter latency at half load.
     eval "$(python -m deploy.local.stack env)"   # a running stack with Kafka and Redis
     python -m bench.realtime_bench [--events 100000] [--rounds 2] [--latency-seconds 30]
 
-A fresh 6-partition topic gets ``--events`` DemoTraffic page views over the last hour plus
-``--dup-rate`` repeats, shuffled. Each round, side by side: a bare confluent_kafka loop
-(``consume(--bare-batch)``, no decoding) reads it all, then the real processor of
+A fresh 6-partition topic gets ``--events`` DemoTraffic page views over the last hour plus 5 %
+repeats, shuffled. Each round, side by side: a bare confluent_kafka loop (``consume(1000)``,
+no decoding) reads it all, then the real processor of
 ``realtime.consumer.build_processor`` (a fresh group, in a thread) counts it until the offsets
 it records reach the end. Steady-state rates (the first batch, with the group join, left out),
 medians over rounds, and the consuming thread's CPU per event. Latency: a ``manage.py
 run_realtime`` subprocess on a second topic, load at ``--latency-load`` x the worker rate, a
-marker event every ``--marker-ms`` read back from Redis every ``--poll-ms``. Goals: worker /
+marker event every 100 ms read back from Redis every 5 ms. Goals: worker /
 bare >= 0.50, 1 round trip per batch, p99 <= 2 s. JSON: ``artifacts/bench/realtime.json``.
 Removes its topics, worker and Redis keys at the end.
 """
@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
-import json
 import logging
 import os
 import random
-import signal
 import socket
 import statistics
 import subprocess
@@ -42,7 +40,7 @@ import redis
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from bench.harness import machine
+from bench.harness import OUT, REPO, BenchError, handle_signals, machine, unlink_matching, write_json
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
@@ -53,17 +51,11 @@ from realtime.consumer import build_processor
 from realtime.keys import PREFIX, KeyLayout
 from realtime.store import APPLY, ApplyResult, CounterStore
 
-REPO = Path(__file__).resolve().parent.parent
-OUT_DIR = REPO / "artifacts" / "bench"
-PARTITIONS = 6
+PARTITIONS, DUP_RATE, SEED, BARE_BATCH, MARKER_S, POLL_S, TIMEOUT_S = 6, 0.05, 42, 1000, 0.1, 0.005, 300.0
 ID_PREFIX = b'{"event_id":"'  # msgspec writes struct fields in order: every payload starts so
 GOALS = {"ratio": 0.50, "round_trips": 1, "p99_s": 2.0}
 # librdkafka's local queue must hold a whole pre-produced stream (its default is 100,000 messages).
 PRODUCER = {"queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000}
-
-
-class BenchError(RuntimeError):
-    """The benchmark itself failed (as opposed to a goal being missed)."""
 
 
 def round_stats(
@@ -142,10 +134,7 @@ class RealtimeBench:
 
     def delete_site_keys(self) -> None:
         """Remove the counters and dedup marks of the site (unique to this run, so only ours)."""
-        for pattern in (f"{PREFIX}:{self.site}:*", self.layout.dedup(self.site, "*")):
-            keys = list(self.client.scan_iter(match=pattern, count=5000))
-            for start in range(0, len(keys), 5000):
-                self.client.unlink(*keys[start : start + 5000])
+        unlink_matching(self.client, f"{PREFIX}:{self.site}:*", self.layout.dedup(self.site, "*"))
 
     def create_topic(self, name: str) -> str:
         self.admin.create_topics([NewTopic(name, num_partitions=PARTITIONS, replication_factor=1)])[name].result(30)
@@ -165,9 +154,9 @@ class RealtimeBench:
         try:
             consumer.subscribe([topic])
             while count < total:
-                if time.perf_counter() - started > self.args.timeout:
-                    raise BenchError(f"bare consumer read {count} of {total} messages in {self.args.timeout:.0f}s")
-                count += sum(1 for m in consumer.consume(self.args.bare_batch, timeout=0.5) if m.error() is None)
+                if time.perf_counter() - started > TIMEOUT_S:
+                    raise BenchError(f"bare consumer read {count} of {total} messages in {TIMEOUT_S:.0f}s")
+                count += sum(1 for m in consumer.consume(BARE_BATCH, timeout=0.5) if m.error() is None)
                 if count and not first_n:
                     first_done, first_n, first_cpu = time.perf_counter(), count, time.thread_time()
             end, cpu = time.perf_counter(), time.thread_time()
@@ -190,7 +179,7 @@ class RealtimeBench:
         thread = threading.Thread(target=processor.run, name="realtime-worker", daemon=True)
         calls, started = self.script_calls(), time.perf_counter()
         thread.start()
-        while not store.done.wait(0.2) and thread.is_alive() and time.perf_counter() - started < self.args.timeout:
+        while not store.done.wait(0.2) and thread.is_alive() and time.perf_counter() - started < TIMEOUT_S:
             pass  # a crashed processor ends its thread (arroyo logs the exception)
         processor.signal_shutdown()
         thread.join(30)
@@ -206,9 +195,9 @@ class RealtimeBench:
 
     def poll_markers(self, pending: dict[str, tuple[str, float]], seen: list[float], lock: threading.Lock,
                      stop: threading.Event) -> None:  # fmt: skip
-        """Until ``stop``, every ``--poll-ms``: one pipelined HMGET per minute hash holding pending
+        """Until ``stop``, every ``POLL_S``: one pipelined HMGET per minute hash holding pending
         markers (one or two hashes); a marker's latency ends when a read returns its field."""
-        while not stop.wait(self.args.poll_ms / 1000):
+        while not stop.wait(POLL_S):
             with lock:
                 by_key: dict[str, list[str]] = {}
                 for name, (key, _) in pending.items():
@@ -226,7 +215,7 @@ class RealtimeBench:
     def latency(self, topic: str, load: list[tuple[bytes, bytes]], rate: float) -> dict[str, Any]:
         """Produce ``load`` at ``rate`` plus markers for a ``run_realtime`` subprocess; time the markers."""
         self.groups.append(group := f"rtbench-lat-{self.run_id}")
-        log_path, args = OUT_DIR / "realtime-worker.log", self.args
+        log_path, args = OUT / "realtime-worker.log", self.args
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "manage.py", "run_realtime", "--topic", topic, "--group", group],
@@ -270,7 +259,7 @@ class RealtimeBench:
                 sent += 1
             if now >= next_marker:
                 send_marker()
-                next_marker += args.marker_ms / 1000
+                next_marker += MARKER_S
             producer.poll(0)
             time.sleep(0.002)
         produced_s = time.perf_counter() - started
@@ -285,15 +274,15 @@ class RealtimeBench:
         return {
             "target_eps": round(rate), "produced_eps": round(sent / produced_s), "seconds": round(produced_s, 1),
             "markers": len(lat) + missing, "missing": missing, "p50_s": round(p50, 3), "p99_s": round(p99, 3),
-            "max_s": round(lat[-1], 3), "poll_ms": args.poll_ms, "pass": missing == 0 and p99 <= GOALS["p99_s"],
+            "max_s": round(lat[-1], 3), "poll_ms": POLL_S * 1000, "pass": missing == 0 and p99 <= GOALS["p99_s"],
             "samples_s": in_order,
         }  # fmt: skip
 
     def run(self) -> dict[str, Any]:
         args, loadavg_start = self.args, os.getloadavg()
         topic = self.create_topic(f"rtbench-{self.run_id}")
-        print(f"producing {args.events:,} events (+{args.dup_rate:.0%} repeated ids) to {topic} ...", flush=True)
-        items = make_stream(self.site, args.events, args.dup_rate, args.seed)
+        print(f"producing {args.events:,} events (+{DUP_RATE:.0%} repeated ids) to {topic} ...", flush=True)
+        items = make_stream(self.site, args.events, DUP_RATE, SEED)
         producer = Producer(producer_config(self.cfg.kafka, **PRODUCER))
         for key, payload in items:
             producer.produce(topic, payload, key=key)  # the queue holds them all: flush() delivers
@@ -318,14 +307,14 @@ class RealtimeBench:
 
         bare, worker = median("bare", "steady_eps"), median("worker", "steady_eps")
         bare_cpu, worker_cpu = median("bare", "cpu_us_per_event"), median("worker", "cpu_us_per_event")
-        rate = args.latency_rate or args.latency_load * worker
-        print(f"latency: {rate:,.0f} ev/s for {args.latency_seconds:.0f}s, markers every {args.marker_ms:.0f}ms ...")
+        rate = args.latency_load * worker
+        print(f"latency: {rate:,.0f} ev/s for {args.latency_seconds:.0f}s, markers every {MARKER_S * 1000:.0f}ms ...")
         self.delete_site_keys()  # the load reuses the payloads: they must count as new
         latency = self.latency(self.create_topic(f"{topic}-lat"), items, rate)
         batches = [b for w in observed for b in w["batches"]]
         trips = [b[1] for b in batches]
         return {
-            "run": {"site": self.site, "events": args.events, "messages": total, "dup_rate": args.dup_rate,
+            "run": {"site": self.site, "events": args.events, "messages": total, "dup_rate": DUP_RATE,
                     "rounds": args.rounds, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "machine": machine(), "loadavg_start": loadavg_start},
             "throughput": {"rounds": rounds, "bare_eps": round(bare), "worker_eps": round(worker),
@@ -368,21 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.realtime_bench", description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--events", type=int, default=100_000, help="distinct events produced (default 100000)")
-    add("--dup-rate", type=float, default=0.05, help="repeated ids as a fraction of --events (default 0.05)")
-    add("--seed", type=int, default=42, help="DemoTraffic seed")
     add("--rounds", type=int, default=2, help="bare/worker pairs; medians are reported (default 2)")
-    add("--bare-batch", type=int, default=1000, help="messages per consume() call of the bare loop")
     add("--latency-seconds", type=float, default=30.0, help="duration of the latency load (default 30)")
     add("--latency-load", type=float, default=0.5, help="latency load as a fraction of the worker rate")
-    add("--latency-rate", type=float, default=None, help="latency load in events/s (overrides --latency-load)")
-    add("--marker-ms", type=float, default=100.0, help="one marker event every this many ms (default 100)")
-    add("--poll-ms", type=float, default=5.0, help="marker read interval in ms (default 5)")
-    add("--timeout", type=float, default=300.0, help="limit of each consume round in seconds (default 300)")
-    add("--out", type=Path, default=OUT_DIR / "realtime.json", help="JSON results (default %(default)s)")
+    add("--out", type=Path, default=OUT / "realtime.json", help="JSON results (default %(default)s)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # KeyboardInterrupt: clean up as for Ctrl-C
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    handle_signals()
+    OUT.mkdir(parents=True, exist_ok=True)
     try:
         with contextlib.ExitStack() as cleanup:
             results = RealtimeBench(args, cleanup).run()
@@ -392,8 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     print_table(results)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwritten: {args.out}")
+    write_json(results, args.out)
     return 0
 
 
