@@ -3,11 +3,12 @@ raw store query time of the same work measured in the same run.
 
     eval "$(python -m deploy.local.stack env)"   # a running stack with Redis and Mongo
     python -m bench.api_bench [--clients 24] [--think-ms 2000] [--duration 180] [--warmup 10]
-        [--raw-reps 40] [--days 90] [--events 300000] [--endpoints PREFIX,...] [--seed 7]
+        [--raw-reps 40] [--days 90] [--events 300000] [--pages 200] [--referrers 50] [--pair-min 2]
+        [--endpoints PREFIX,...] [--seed 7]
 
 Data: a fresh site (Europe/Berlin) gets ``--days`` settled days of rollup documents shaped
-like the Spark rollup's (200 pages, 50 referrers, their URLs and referrer→page pairs, entry
-pages, UTM, browsers, OS, devices, countries; a weekly rhythm and noise), written by
+like the Spark rollup's (``--pages``, ``--referrers``, their URLs, referrer→page pairs of at
+least ``--pair-min`` views, entry pages, UTM, browsers, OS, devices, countries; a weekly rhythm and noise), written by
 :func:`historical.store.load_day`, ending the day before yesterday (so yesterday and today
 come from Redis, as before the nightly rollup), and ``--events`` page views in the Redis
 counters over the realtime retention window, written by
@@ -60,7 +61,7 @@ from realtime.keys import PREFIX, KeyLayout
 from realtime.store import CounterStore
 
 GOALS = {"realtime_p95_ms": 100.0, "history_p95_ms": 300.0, "ratio": 3.0}
-TZ, PAGES, REFERRERS, PAIR_MIN = "Europe/Berlin", 200, 50, 2  # PAIR_MIN: fewest daily views of a refpage row
+TZ = "Europe/Berlin"
 DAILY_PAGEVIEWS, WORKERS, THREADS, TIMEOUT, RAW_BUDGET_S = 150_000, 2, 4, 120, 60.0
 
 
@@ -106,28 +107,30 @@ class Vocabulary:
     refs: list[tuple[str, str]]  # (domain or "(direct)", ref_type), most traffic first
     ref_share: list[float]
     ref_urls: dict[str, list[str]]
+    pair_min: int  # referrer→page pairs with fewer views a day get no document
 
     @staticmethod
-    def build(seed: int) -> Vocabulary:
+    def build(seed: int, n_pages: int, n_refs: int, pair_min: int) -> Vocabulary:
         rng = random.Random(f"{seed}:vocabulary")
         pages = [("/", "Home"), ("/pricing", "Pricing"), ("/docs", "Documentation"), ("/blog", "Blog"), ("/about",
                  "About"), ("/contact", "Contact"), ("/signup", "Sign up"), ("/login", "Log in")]  # fmt: skip
-        while len(pages) < PAGES:
+        while len(pages) < n_pages:
             section, slug = rng.choice(SECTIONS), "-".join(rng.sample(WORDS, 3))
             pages.append((f"/{section}/{slug}-{len(pages)}", slug.replace("-", " ").capitalize()))
         named = [(d, "search") for d in SEARCH] + [(d, "social") for d in SOCIAL] + [(d, "email") for d in EMAIL]
         others = [(f"{w}.example", "other") for w in ("dev-weekly", "hn-digest", "awesome-lists", "stack-blog")]
-        others += [(f"blog-{i}.example.org", "other") for i in range(REFERRERS - len(named) - len(others))]
+        others += [(f"blog-{i}.example.org", "other") for i in range(n_refs - len(named) - len(others))]
         tail = named[2:] + others
         rng.shuffle(tail)
-        refs = [("(direct)", "direct"), *named[:2], *tail][: REFERRERS + 1]
+        refs = [("(direct)", "direct"), *named[:2], *tail][: n_refs + 1]
+        pages = pages[:n_pages]
         ref_urls = {
             d: [f"https://{d}/"] + [f"https://{d}/{rng.choice(['r', 'post', 'item', 'p'])}/{i}" for i in range(k)]
             for d, _ in refs[1:]
             for k in [rng.randrange(0, 4)]
         }
         return Vocabulary(pages, zipf(len(pages), 1.05), refs, [0.33, *[0.67 * w for w in zipf(len(refs) - 1, 1.1)]],
-                          ref_urls)  # fmt: skip
+                          ref_urls, pair_min)  # fmt: skip
 
 
 # --- settled days in Mongo -----------------------------------------------------------------------
@@ -173,7 +176,7 @@ def day_documents(site: str, day: dt.date, vocab: Vocabulary, seed: int) -> DayD
             add("refurl", url, int(ref_pv * (0.6 if i == 0 else 0.4 / (len(urls) - 1))))
         # Which pages each referrer drives traffic to: the pair's share, rare pairs left out.
         for (path, _), page_share in zip(vocab.pages, vocab.page_share, strict=True):
-            if (pair_pv := part(ref_pv, page_share)) >= PAIR_MIN:
+            if (pair_pv := part(ref_pv, page_share)) >= vocab.pair_min:
                 add("refpage", f"{ref}{REFPAGE_SEPARATOR}{path}", pair_pv, ref=ref, page=path)
     for kind, pv in type_pv.items():
         add("ref_type", kind, pv)
@@ -228,7 +231,7 @@ def seed(args: argparse.Namespace, db: Any, store: CounterStore, site: str, days
          retention_s: int) -> dict[str, Any]:  # fmt: skip
     """The site's settled days in Mongo and recent page views in Redis."""
     print(f"seeding site {site}: {args.days} settled days up to {days[-1]}, ~{args.events:,} page views in Redis")
-    vocab, t, docs = Vocabulary.build(args.seed), time.monotonic(), 0
+    vocab, t, docs = Vocabulary.build(args.seed, args.pages, args.referrers, args.pair_min), time.monotonic(), 0
     for i, day in enumerate(days):
         docs += load_day(db, day_documents(site, day, vocab, args.seed))["written"]
         if (i + 1) % 15 == 0 or i + 1 == len(days):
@@ -520,6 +523,9 @@ def main(argv: list[str] | None = None) -> int:
     add("--raw-reps", type=int, default=40, help="in-process calls per endpoint, half before, half after the load")
     add("--days", type=int, default=90, help="settled days in Mongo (default 90)")
     add("--events", type=int, default=300_000, help="page views in the Redis counters (default 300000)")
+    add("--pages", type=int, default=200, help="distinct pages of the site (default 200)")
+    add("--referrers", type=int, default=50, help="distinct referrer domains, plus direct (default 50)")
+    add("--pair-min", type=int, default=2, help="fewest daily views of a referrer→page document (default 2)")
     add("--endpoints", default="", help="comma-separated name prefixes: only these endpoints of the mix")
     add("--seed", type=int, default=7)
     add("--out", type=Path, default=OUT / "api.json")

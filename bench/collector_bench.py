@@ -4,29 +4,15 @@ the collector, as throughput ratios measured side by side in one run.
     python -m bench.collector_bench [-d 10] [-r 3] [--cpus auto|none] [--stack auto|env|own]
     python -m bench.collector_bench --instructions [--requests 300] [-r 2]
 
-Stack: with ``KAFKA_BOOTSTRAP_SERVERS`` set the stack it names is used; otherwise Redis and
-Kafka are started with ``python -m deploy.local.stack`` on the bench's own ports
-(``FOOTFALL_BENCH_KAFKA_PORT``/``_REDIS_PORT``, 39092/36379) and stopped at the end.
-
-Four gunicorns serve the project (bench/settings_bench.py, bench/urls.py): A and A2 as it is,
-B with ClickstreamMiddleware, C as it is for the beacon pair. After 30 s of tracked traffic
-(the broker's JIT settles) and a warm-up of each variant, rounds alternate the variants
-(reversed every other round) under wrk (bench/wrk_collector.lua). Ratios are medians over
-rounds of per-round ratios: ``B_page / A_page`` (goal >= 0.95; also against A's twin A2, and
-UNRESOLVED when the two disagree or the A/A control ``A2_page / A_page`` is off 1.00 by more
-than the margin) and ``A_collect / A_empty`` (beacon, goal >= 0.80). Per variant: req/s,
-p50/p99, statuses, server CPU per request, and the events on Kafka against the 2xx wrk saw.
-By default the servers run on every CPU but the last, wrk and a private stack on the last.
-
-``--instructions``: A's and B's WSGI handlers in one process under ``valgrind
---tool=callgrind --separate-threads=yes``; after a warm-up, rounds alternate A and B, each
-phase closed (once B's events are on Kafka) by a callgrind dump. The same work counts the same
-to about 0.1 %, but an instruction's cost (cache misses, the GIL, the kernel) is not seen: the
-ratio is a ceiling for ``B_page / A_page``. librdkafka's threads and the sink's poll loop run
-by the clock, which valgrind slows ~50 times: shown in parentheses, left out of the totals.
-
-JSON: ``artifacts/bench/collector.json`` (``collector_instructions.json``). Exit status 1
-when the benchmark itself failed.
+Stack: the one ``KAFKA_BOOTSTRAP_SERVERS`` names, else Redis and Kafka started by the stack's CLI
+on ports ``FOOTFALL_BENCH_KAFKA_PORT``/``_REDIS_PORT`` (39092/36379), stopped at the end. Four
+gunicorns (bench/settings_bench.py, bench/urls.py): A and A2 as the project is, B with
+ClickstreamMiddleware, C for the beacon pair; wrk (bench/wrk_collector.lua) loads them in rounds
+that alternate the variants. Goals: ``B_page / A_page`` and ``B_page / A2_page`` >= 0.95
+(UNRESOLVED when they disagree or the A/A control is off 1.00 by more than the margin),
+``A_collect / A_empty`` >= 0.80. ``--instructions``: instructions per page view of A's and B's
+WSGI handlers under callgrind, a ceiling for ``B_page / A_page``. See bench/README.md.
+JSON: ``artifacts/bench/collector.json`` (``collector_instructions.json``).
 """
 
 from __future__ import annotations
@@ -74,17 +60,14 @@ VARIANTS = (
     Variant("A_empty", "C", "/bench/empty", "get", tracked=False),
     Variant("A_collect", "C", "/collect", "beacon", tracked=True),
 )
-# name: (top, bottom, goal) of a req/s ratio. The control (A/A: two identical servers, no goal)
-# shows how far apart the instrument puts servers that differ in nothing.
+# name: (top, bottom, goal) of a req/s ratio; the A/A control has no goal.
 RATIOS = {
     "middleware": ("B_page", "A_page", 0.95),
     "middleware_a2": ("B_page", "A2_page", 0.95),  # the same goal against A's twin
     "beacon": ("A_collect", "A_empty", 0.80),
     "control": ("A2_page", "A_page", None),
 }
-# A goal is met when every ratio measuring it passes, missed when none does, and unresolved
-# when they disagree (A and A2 are the same server, so such a verdict is the instrument's) or
-# when the run's control is further from 1.00 than the goal's margin.
+# A goal's ratios and the control that can leave it unresolved (see verdict()).
 VERDICTS = {"middleware": (("middleware", "middleware_a2"), "control"), "beacon": (("beacon",), None)}
 NOISY = 0.10  # above this median share of the machine's CPU used by others, req/s ratios are suspect
 
@@ -110,11 +93,11 @@ def server_env(stack_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
     )  # fmt: skip
 
 
-def gunicorn_args(workers: int, threads: int) -> list[str]:
+def gunicorn_args() -> list[str]:
     # gthread keeps connections alive as behind a proxy (sync workers would make wrk measure
     # TCP set-up); a few threads overlap the short waits (Redis salt, SQLite) as in production.
-    return ["--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads), "--keep-alive", "5",
-            "--timeout", "60", "--graceful-timeout", "15", "--log-level", "warning"]  # fmt: skip
+    return ["--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keep-alive", "5", "--timeout", "60",
+            "--graceful-timeout", "15", "--log-level", "warning"]  # fmt: skip
 
 
 def answers_empty(url: str) -> bool:
@@ -173,7 +156,7 @@ class Bench:
         harness.manage(env, "migrate", "--noinput", "-v", "0")
         harness.manage(env, "create_site", SITE_ID, "--domain", "127.0.0.1", "--domain", "localhost")
         # Every server gets the variable, "0" or "1": environments of the same size.
-        gargs, cpus = gunicorn_args(args.workers, args.gunicorn_threads), self.split and self.split[0]
+        gargs, cpus = gunicorn_args(), self.split and self.split[0]
         self.servers = {
             name: Server(name, {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag}, gargs, workdir / f"{name}.log", cpus=cpus)
             for name, flag in (("A", "0"), ("B", "1"), ("A2", "0"), ("C", "0"))
@@ -357,8 +340,7 @@ class Dump:
 
 
 def read_dump(path: Path) -> Dump | None:
-    """Label, thread and ``summary`` (Ir) of a callgrind output file; ``None`` for a dump this
-    tool did not ask for (valgrind's own at exit). A thread idle through the phase counts 0."""
+    """Label, thread and Ir of a callgrind dump file; ``None`` for valgrind's own at exit."""
     label = thread = total = None
     for line in path.read_text().splitlines():
         if line.startswith("desc: Trigger: dump "):
@@ -385,9 +367,8 @@ def per_variant(dumps: list[Dump], requests: int) -> dict[str, dict[int, float]]
 
 
 def report(results: dict[str, dict[int, float]], names: dict[int, str]) -> list[str]:
-    """The table: per variant (the first is the baseline), Ir per page view of each thread that
-    did any work, the total of the counted (not clocked) threads, its difference from the
-    baseline's and the baseline's total over it (the ceiling of the variant's req/s ratio)."""
+    """Per variant: Ir per page view of each busy thread, the total of the counted (not clocked)
+    threads, its difference from the first variant's, and the first's total over it (ceiling)."""
     variants = list(results)
     name = {t: names.get(t, f"thread {t}") for t in results[variants[0]]}
     totalled = [t for t in name if not name[t].startswith(CLOCKED)]
@@ -405,8 +386,7 @@ def report(results: dict[str, dict[int, float]], names: dict[int, str]) -> list[
 
 
 def serve(app: WSGIApp, requests: int) -> None:
-    """``requests`` page views to ``app`` as a WSGI server sends them (body read, response closed:
-    Django's request_finished); raise if one is not answered 200."""
+    """``requests`` page views to ``app`` as a WSGI server sends them; raise if one is not a 200."""
 
     def start_response(status: str, headers: list[tuple[str, str]], exc_info: object = None) -> None:
         if not status.startswith("200"):
@@ -512,8 +492,6 @@ def main(argv: list[str] | None = None) -> int:
     add("-w", "--warmup", type=float, default=5, help="seconds of warm-up per variant (default 5)")
     add("--broker-warmup", type=float, default=30, help="seconds of tracked traffic first (default 30)")
     add("-r", "--rounds", type=int, default=None, help="rounds over all variants (default 3; 2 with --instructions)")
-    add("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
-    add("--gunicorn-threads", type=int, default=4, help="threads per gunicorn worker (default 4)")
     add("--stack", choices=("auto", "env", "own"), default="auto", help="see above")
     add("--cpus", choices=("auto", "none"), default="auto", help="servers on CPUs apart from wrk and the stack")
     add("--instructions", action="store_true", help="count instructions per page view under callgrind instead")
@@ -552,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     config = {
         "wrk": f"-t{args.threads} -c{args.connections} -d{args.duration:g}s (warm-up {args.warmup:g}s)",
         "broker_warmup_s": args.broker_warmup, "rounds": args.rounds,
-        "gunicorn": " ".join(gunicorn_args(args.workers, args.gunicorn_threads)), "stack": bench.stack,
+        "gunicorn": " ".join(gunicorn_args()), "stack": bench.stack,
         "cpu_split": bench.cpus, "machine": harness.machine(), "commit": commit.stdout.strip(), "started": started,
     }  # fmt: skip
     doc = build(config, runs, args.connections)
