@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -50,23 +51,14 @@ LOCAL_DAYS = 8
 DUP_RATE = 0.05  # share of archive rows that are re-delivered copies
 BOT_RATE = 0.04
 
-
-@dataclass(frozen=True)
-class Site:
-    site_id: str
-    host: str
-    tz: str | None  # None: no zone configured, rolled up in UTC
-    weight: float  # share of the traffic
-    pages: int  # distinct page paths
-    prefix: str  # path of page k: prefix + k
-
-
+# (site_id, host, time zone or None: rolled up in UTC, share of the traffic, distinct pages,
+# path prefix of page k)
 SITES = (
-    Site("shop", "www.shop.example", "America/New_York", 0.35, 3000, "/products/item-"),
-    Site("blog", "blog.example.org", "Europe/Berlin", 0.25, 1500, "/blog/2025/post-"),
-    Site("docs", "docs.example.dev", "Asia/Kolkata", 0.20, 800, "/docs/v2/page-"),
-    Site("news", "news.example.com.au", "Australia/Sydney", 0.12, 5000, "/story/"),
-    Site("api", "api.example.net", None, 0.08, 200, "/v1/resource-"),
+    ("shop", "www.shop.example", "America/New_York", 0.35, 3000, "/products/item-"),
+    ("blog", "blog.example.org", "Europe/Berlin", 0.25, 1500, "/blog/2025/post-"),
+    ("docs", "docs.example.dev", "Asia/Kolkata", 0.20, 800, "/docs/v2/page-"),
+    ("news", "news.example.com.au", "Australia/Sydney", 0.12, 5000, "/story/"),
+    ("api", "api.example.net", None, 0.08, 200, "/v1/resource-"),
 )
 
 # (share, ref_domain SQL, ref_type, referrer URL SQL); what is left over is direct traffic.
@@ -97,8 +89,7 @@ def archive_root(events: int, seed: int) -> Path:
 
 def _allocate(total: int, weights: Sequence[float]) -> list[int]:
     """``total`` split in proportion to ``weights``, summing exactly (largest remainder)."""
-    scale = total / sum(weights)
-    raw = [w * scale for w in weights]
+    raw = [w * (total / sum(weights)) for w in weights]
     counts = [int(x) for x in raw]
     for i in sorted(range(len(raw)), key=lambda i: counts[i] - raw[i])[: total - sum(counts)]:
         counts[i] += 1
@@ -107,25 +98,17 @@ def _allocate(total: int, weights: Sequence[float]) -> list[int]:
 
 def _referrer_sql() -> tuple[str, str, str]:
     """CASE expressions (ref_domain, ref_type, referrer) over the uniform ``r``."""
-    domain, kind, url = [], [], []
-    edge = 0.0
-    for share, dom, typ, ref in REFERRERS:
-        edge += share
-        cond = f"WHEN r < {edge:.6f}"
-        domain.append(f"{cond} THEN {dom}")
-        kind.append(f"{cond} THEN '{typ}'")
-        url.append(f"{cond} THEN {ref}")
-    return (
-        "CASE " + " ".join(domain) + " ELSE NULL END",
-        "CASE " + " ".join(kind) + " ELSE 'direct' END",
-        "CASE " + " ".join(url) + " ELSE NULL END",
-    )
+    edges = [f"WHEN r < {edge:.6f} THEN" for edge in accumulate(share for share, *_ in REFERRERS)]
+    columns = zip(*((dom, f"'{typ}'", ref) for _, dom, typ, ref in REFERRERS), strict=True)
+    whens = [" ".join(f"{edge} {value}" for edge, value in zip(edges, col, strict=True)) for col in columns]
+    return f"CASE {whens[0]} ELSE NULL END", f"CASE {whens[1]} ELSE 'direct' END", f"CASE {whens[2]} ELSE NULL END"
 
 
-def _chunk_sql(site: Site, day: dt.date, first_g: int, n: int, n_dup: int, visitors: int) -> str:
+def _chunk_sql(site: tuple, day: dt.date, first_g: int, n: int, n_dup: int, visitors: int) -> str:
     """Rows of one site and local day: ``n`` distinct events plus ``n_dup`` re-delivered copies."""
     ref_domain, ref_type, referrer = _referrer_sql()
-    tz = site.tz or DEFAULT_TZ
+    site_id, host, tz, _, pages, prefix = site
+    tz = tz or DEFAULT_TZ
     return f"""
     WITH base AS (
         SELECT g, u(g, 1) AS r, u(g, 2) AS ut, u(g, 3) AS ub, u(g, 4) AS uv, u(g, 5) AS up, u(g, 6) AS ux
@@ -145,18 +128,18 @@ def _chunk_sql(site: Site, day: dt.date, first_g: int, n: int, n_dup: int, visit
             epoch_ms(timezone('{tz}', TIMESTAMP '{day.isoformat()} 00:00:00'
                 + to_microseconds((lhour * 3600e6 + floor(3600e6 * u(g, 9)))::BIGINT))) AS ts,
             -- bots crawl evenly, people favour a few pages
-            floor({site.pages} * CASE WHEN is_bot THEN up ELSE pow(up, 3) END)::INT AS k,
+            floor({pages} * CASE WHEN is_bot THEN up ELSE pow(up, 3) END)::INT AS k,
             floor({visitors} * pow(uv, 1.5))::INT AS v,
-            '{site.host}' AS host
+            '{host}' AS host
         FROM e1
     ),
     e3 AS (
         SELECT *,
             CASE WHEN u(g, 10) < 0.0002 THEN NULL WHEN k = 0 THEN '/'
                  WHEN k % 41 = 7 THEN '/tags/caf%C3%A9-' || (k % 13)
-                 ELSE '{site.prefix}' || k END AS path,
+                 ELSE '{prefix}' || k END AS path,
             CASE WHEN u(g, 11) < 0.01 THEN NULL
-                 ELSE substr(md5('{site.site_id}/{day}/' || v), 1, 16) END AS visitor_id,
+                 ELSE substr(md5('{site_id}/{day}/' || v), 1, 16) END AS visitor_id,
             {ref_domain} AS ref_domain
         FROM e2
     ),
@@ -169,7 +152,7 @@ def _chunk_sql(site: Site, day: dt.date, first_g: int, n: int, n_dup: int, visit
                       ELSE 20 + floor(2000 * u(g, 13)) END::BIGINT AS received_at,
             CASE WHEN path IS NULL THEN NULL ELSE 'https://' || host || path END AS url,
             host, path,
-            CASE WHEN path IS NULL THEN NULL ELSE 'Page ' || k || ' - {site.site_id}' END AS title,
+            CASE WHEN path IS NULL THEN NULL ELSE 'Page ' || k || ' - {site_id}' END AS title,
             {referrer} AS referrer,
             ref_domain,
             {ref_type} AS ref_type,
@@ -193,7 +176,7 @@ def _chunk_sql(site: Site, day: dt.date, first_g: int, n: int, n_dup: int, visit
             CASE WHEN type NOT IN ('pageview', 'request') THEN '{{"plan":"pro"}}' END AS props,
             (hash(coalesce(visitor_id, h)) % 6)::INT AS kafka_partition,
             g AS kafka_offset
-        FROM (SELECT *, md5('{site.site_id}:' || g) AS h FROM e3)
+        FROM (SELECT *, md5('{site_id}:' || g) AS h FROM e3)
     ),
     rows AS (
         SELECT * FROM events
@@ -203,7 +186,7 @@ def _chunk_sql(site: Site, day: dt.date, first_g: int, n: int, n_dup: int, visit
         FROM events WHERE kafka_offset < {first_g + n_dup}
     )
     SELECT * EXCLUDE (is_bot_flag),
-        to_json({{event_id: event_id, site_id: '{site.site_id}', type: type, ts: ts, received_at: received_at,
+        to_json({{event_id: event_id, site_id: '{site_id}', type: type, ts: ts, received_at: received_at,
                   schema: 1, url: url, host: host, path: path, title: title, referrer: referrer,
                   ref_domain: ref_domain, ref_type: ref_type, visitor_id: visitor_id,
                   ua: {{browser: ua_browser, os: ua_os, device: ua_device, is_bot: is_bot_flag}},
@@ -233,22 +216,18 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
     days = [FIRST_DAY + dt.timedelta(days=i) for i in range(LOCAL_DAYS)]
     chunks = [(s, d) for s in SITES for d in days]
     # Weekends are a little quieter.
-    weights = [s.weight * (0.8 if d.weekday() >= 5 else 1.0) for s, d in chunks]
+    weights = [s[3] * (0.8 if d.weekday() >= 5 else 1.0) for s, d in chunks]
     per_chunk = _allocate(distinct, weights)
     dups = _allocate(events - distinct, per_chunk)
     tmp = root.with_name(root.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(
-        "CREATE MACRO u(g, k) AS (hash(g, k, $seed) >> 11)::DOUBLE / 9007199254740992.0".replace("$seed", str(seed))
-    )
-    files = rows = 0
-    first_g = 0
+    con.execute(f"CREATE MACRO u(g, k) AS (hash(g, k, {seed}) >> 11)::DOUBLE / 9007199254740992.0")
+    files = rows = first_g = 0
     names = [f.name for f in ARROW_SCHEMA]
     for number, ((site, day), n, n_dup) in enumerate(zip(chunks, per_chunk, dups, strict=True)):
-        visitors = max(1, n // 3)
-        table = _arrow(con.sql(_chunk_sql(site, day, first_g, n, n_dup, visitors)))
+        table = _arrow(con.sql(_chunk_sql(site, day, first_g, n, n_dup, max(1, n // 3))))
         first_g += n
         keys = pc.binary_join_element_wise(table["date"], table["hour"], table["batch"], "/")
         counts = pc.value_counts(keys)  # in order of first appearance, which is sorted order
@@ -257,7 +236,7 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
         for item in counts:
             key, count = item["values"].as_py(), item["counts"].as_py()
             date, hour, batch = key.split("/")
-            directory = tmp / EVENTS_DIR / f"site_id={site.site_id}" / f"date={date}" / f"hour={hour}"
+            directory = tmp / EVENTS_DIR / f"site_id={site[0]}" / f"date={date}" / f"hour={hour}"
             directory.mkdir(parents=True, exist_ok=True)
             pq.write_table(
                 data.slice(offset, count), directory / f"part-{number:03d}-{batch}.parquet", compression="zstd"
@@ -277,7 +256,7 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
         "generator_version": GEN_VERSION,
         "files": files,
         "bytes": sum(p.stat().st_size for p in tmp.rglob("*.parquet")),
-        "sites": {s.site_id: s.tz for s in SITES},
+        "sites": {s[0]: s[2] for s in SITES},
         "local_days": [d.isoformat() for d in days],
         "generated_s": round(time.monotonic() - started, 1),
     }
