@@ -1,9 +1,5 @@
 """What the benchmarks share: a stack started through ``python -m deploy.local.stack``, gunicorn
-servers, CPU time from /proc, the machine's description and the JSON output.
-
-The stack's services are the stack's business (its CLI starts and stops them); the harness
-manages only the bench's own short-lived processes, each in its own session, stopped by process
-group, so nothing outlives an error or Ctrl-C (callers register stops on an ExitStack first).
+servers (each in its own session, stopped by process group), CPU time from /proc, JSON output.
 """
 
 from __future__ import annotations
@@ -54,8 +50,7 @@ def handle_signals() -> None:
 
 
 def debian_tool(name: str) -> str:
-    """Path of the program ``name``, installing Debian's package of that name when missing and
-    running as root (wrk, valgrind)."""
+    """Path of the program ``name``, installing Debian's package when missing and running as root."""
     if (path := shutil.which(name)) is None and shutil.which("apt-get") and os.geteuid() == 0:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
@@ -64,13 +59,6 @@ def debian_tool(name: str) -> str:
     if path is None:
         raise BenchError(f"{name} is not installed: apt-get install -y {name}")
     return path
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (the kernel picks it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack, services: tuple[str, ...]) -> tuple[dict, str]:
@@ -118,11 +106,12 @@ class Server:
     """One gunicorn serving ``footfall.wsgi``; stop() ends its whole process group."""
 
     def __init__(
-        self, name: str, env: Mapping[str, str], args: list[str], log_file: Path,
-        port: int | None = None, cpus: frozenset[int] | None = None,
-    ) -> None:  # fmt: skip
+        self, name: str, env: Mapping[str, str], args: list[str], log_file: Path, cpus: frozenset[int] | None = None
+    ) -> None:
         self.name, self.env, self.log_file, self.cpus = name, dict(env), log_file, cpus
-        self.port = port or free_port()
+        with socket.socket() as sock:  # a free port: the kernel picks it
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
         self.argv = [PYTHON, "-m", "gunicorn", "footfall.wsgi:application", "--bind", f"127.0.0.1:{self.port}", *args]
         self.proc: subprocess.Popen[bytes] | None = None
