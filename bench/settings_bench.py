@@ -1,9 +1,5 @@
-"""Django settings of the collector benchmark: Footfall's settings plus the bench URLconf.
-
-With ``FOOTFALL_BENCH_MIDDLEWARE=1`` (server B) it also installs
-:class:`~footfall_capture.middleware.ClickstreamMiddleware` as its docstring tells a host
-site to (appended last, its ``FOOTFALL_*`` settings set): B differs from A in that alone.
-"""
+"""Django settings of the collector benchmark: Footfall's plus the bench URLconf, and with
+``FOOTFALL_BENCH_MIDDLEWARE=1`` (server B) ClickstreamMiddleware installed as a host site does."""
 
 from __future__ import annotations
 
@@ -20,5 +16,4 @@ if os.environ.get("FOOTFALL_BENCH_MIDDLEWARE") == "1":
     FOOTFALL_KAFKA_BOOTSTRAP_SERVERS = FOOTFALL.kafka_bootstrap_servers
     FOOTFALL_REDIS_URL = FOOTFALL.redis_url
     FOOTFALL_SPOOL_DIR = str(FOOTFALL.spool_dir)
-    # Defaults otherwise (page views tracked, sample rate 1): every /bench/page answer is one
-    # event, so the Kafka count can be checked against the 200s wrk saw.
+    # Defaults otherwise: every /bench/page answer is one event, checked against wrk's 200s.
