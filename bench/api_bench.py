@@ -2,24 +2,12 @@
 raw store query time of the same work measured in the same run.
 
     eval "$(python -m deploy.local.stack env)"   # a running stack with Redis and Mongo
-    python -m bench.api_bench [--clients 24] [--think-ms 2000] [--duration 180] [--warmup 10]
-        [--raw-reps 40] [--days 90] [--events 300000] [--pages 200] [--referrers 50] [--pair-min 2]
-        [--endpoints PREFIX,...] [--seed 7]
+    python -m bench.api_bench [--clients 24] [--duration 180] [--days 90] [--events 300000] ...
 
-Data: a fresh site (Europe/Berlin) gets ``--days`` settled days of rollup documents shaped
-like the Spark rollup's (``--pages``, ``--referrers``, their URLs, referrer→page pairs of at
-least ``--pair-min`` views, entry pages, UTM, browsers, OS, devices, countries; a weekly rhythm and noise), written by
-:func:`historical.store.load_day`, ending the day before yesterday (so yesterday and today
-come from Redis, as before the nightly rollup), and ``--events`` page views in the Redis
-counters over the realtime retention window, written by
-:meth:`realtime.store.CounterStore.apply`. Load: gunicorn (``gthread``, 2 workers x 4
-threads, the cache of settled reads as configured) serves ``footfall.wsgi`` behind a pretend
-TLS proxy; ``--clients`` threads (one API key each, keep-alive) pick an endpoint of
-:data:`MIX` by weight, GET it, think ``--think-ms`` (exponential), for ``--warmup`` +
-``--duration`` s; latency is the client's. Raw: the same ``QueryService`` call each view
-makes, in this process without the cache of settled reads, ``--raw-reps`` per endpoint
-(interleaved), half before the load and half after. Goals: p95 <= 100 ms (realtime), <= 300
-ms (history), <= 3 x raw p95. JSON: ``artifacts/bench/api.json``. Removes its site at the end.
+A fresh site gets settled days in Mongo (``load_day``) and recent page views in Redis
+(``CounterStore.apply``); gunicorn serves ``footfall.wsgi`` to ``--clients`` threads picking
+endpoints of :data:`MIX` by weight; raw is the same ``QueryService`` call in-process, uncached.
+Goals: p95 <= 100 ms (realtime), <= 300 ms (history), <= 3 x raw p95. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -358,11 +346,10 @@ def client_loop(port: int, key: str, urls: dict[str, list[str]], rng: random.Ran
     after ``t_measure`` (list appends are atomic)."""
     pool = urllib3.HTTPConnectionPool("127.0.0.1", port, maxsize=1, block=True, retries=False, timeout=TIMEOUT)
     headers = {"Authorization": f"Bearer {key}", "X-Forwarded-Proto": "https", "Accept": "application/json"}
-    endpoints = [e for e in MIX if e.name in urls]
-    weights = [e.weight for e in endpoints]
+    weights = [e.weight for e in MIX]
     with contextlib.closing(pool):
         while (now := time.monotonic()) < t_end:
-            name = rng.choices(endpoints, weights=weights)[0].name
+            name = rng.choices(MIX, weights=weights)[0].name
             start = time.perf_counter()
             try:
                 resp = pool.request("GET", rng.choice(urls[name]), headers=headers, preload_content=True)
@@ -380,10 +367,6 @@ def client_loop(port: int, key: str, urls: dict[str, list[str]], rng: random.Ran
 
 def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, Any]:
     env = dict(os.environ)
-    prefixes = [part.strip() for part in args.endpoints.split(",") if part.strip()]
-    mix = [e for e in MIX if not prefixes or any(e.name.startswith(pre) for pre in prefixes)]
-    if not mix:
-        raise BenchError(f"--endpoints {args.endpoints!r} matches none of: {', '.join(e.name for e in MIX)}")
     if not env.get("MONGO_URL") or not env.get("REDIS_URL"):
         raise BenchError('no stack in the environment: eval "$(python -m deploy.local.stack env)" first')
     cfg = load_config(env, REPO)
@@ -431,7 +414,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     top = svc.breakdown(info, "ref", _range(svc, info, {}), 11, 1, ("pageviews",))["results"]  # the last 30 days
     top_refs = [str(row["value"]) for row in top if row["value"] != "(direct)"][:10]  # type: ignore[index]
     urls, plans = {}, []
-    for endpoint in mix:
+    for endpoint in MIX:
         base, refs = endpoint.query(today), top_refs if "{ref}" in endpoint.path else [None]
         paths = [endpoint.path.replace("{ref}", urllib.parse.quote(ref or "", safe="")) for ref in refs]
         urls[endpoint.name] = [f"/api/v1/sites/{site}/{path}?{urllib.parse.urlencode(base)}" for path in paths]
@@ -442,7 +425,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
 
     raw: dict[str, list[float]] = {}
     raw_round(svc, info, plans, 1, {})  # warm-up (connections, caches); not recorded
-    print(f"raw, before the load: {args.raw_reps // 2} x {len(mix)} service calls", flush=True)
+    print(f"raw, before the load: {args.raw_reps // 2} x {len(MIX)} service calls", flush=True)
     raw_round(svc, info, plans, args.raw_reps // 2, raw, RAW_BUDGET_S / 2)
     print(f"load: {args.clients} clients, think {args.think_ms:g} ms, {args.warmup:g}s warm-up + {args.duration:g}s")
     cpu0, t0 = server.cpu_s(), time.monotonic()
@@ -456,7 +439,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     for thread in threads:
         thread.join(timeout=args.warmup + args.duration + TIMEOUT + 30)
     server_cpu = server.cpu_s() - cpu0
-    print(f"raw, after the load: {args.raw_reps - args.raw_reps // 2} x {len(mix)} service calls", flush=True)
+    print(f"raw, after the load: {args.raw_reps - args.raw_reps // 2} x {len(MIX)} service calls", flush=True)
     raw_round(svc, info, plans, args.raw_reps - args.raw_reps // 2, raw, RAW_BUDGET_S / 2)
 
     statuses: dict[str, dict[int, int]] = {}
@@ -465,7 +448,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
         statuses[name][status] += 1
     rate = len(samples) / args.duration  # requests started in the measured time, also those answered after it
     rows = []
-    for endpoint in mix:
+    for endpoint in MIX:
         under = summary([elapsed for name, elapsed, status in samples if name == endpoint.name and status == 200])
         raw_s = summary(raw.get(endpoint.name, []))
         ratio = under["p95_ms"] / raw_s["p95_ms"] if under["p95_ms"] and raw_s["p95_ms"] else None
@@ -489,25 +472,24 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     }  # fmt: skip
 
 
-def _fmt(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def _ms(value: float | None, digits: int = 1) -> str:
+    return f"{'-':>7}" if value is None else f"{value:7.{digits}f}"
 
 
 def print_table(res: dict[str, Any]) -> None:
-    head = (f"{'endpoint':<26} {'n':>5} {'p50':>7} {'p95':>7} {'p99':>7} │ {'raw p50':>7} {'raw p95':>7} │ "
-            f"{'p95/raw':>7} {'goal':>6}  verdict")  # fmt: skip
+    settings = res["settings"]
     print(f"\nAPI under load: {res['requests']:,} requests in {res['measured_s']}s = {res['throughput_rps']} req/s, "
-          f"{res['settings']['clients']} clients, think {res['settings']['think_ms']:g} ms; server CPU "
+          f"{settings['clients']} clients, think {settings['think_ms']:g} ms; server CPU "
           f"{res['server_cpu_ms_per_request']} ms/request; load average {res['machine']['loadavg'][0]}")  # fmt: skip
-    print("times in ms; load = client-side under load, raw = the same QueryService call in-process, uncached")
-    print(head + "\n" + "─" * len(head))
+    print("ms; load = client-side under load, raw = the same QueryService call in-process, uncached")
+    print(f"{'endpoint':<26} {'n':>5} {'p50':>7} {'p95':>7} {'p99':>7} │ {'raw p50':>7} {'raw p95':>7} │ "
+          f"{'p95/raw':>7} {'goal':>6}  verdict")  # fmt: skip
     for row in res["endpoints"]:
         lo, raw = row["load"], row["raw"]
-        verdict = ["p95 ok" if row["p95_ok"] else "p95 FAIL", "ratio ok" if row["ratio_ok"] else "ratio FAIL"]
-        print(f"{row['endpoint']:<26} {lo['n']:>5} {_fmt(lo['p50_ms']):>7} {_fmt(lo['p95_ms']):>7} "
-              f"{_fmt(lo['p99_ms']):>7} │ {_fmt(raw['p50_ms']):>7} {_fmt(raw['p95_ms']):>7} │ "
-              f"{_fmt(row['ratio_p95'], 2):>7} {row['goal_p95_ms']:>6.0f}  "
-              f"{', '.join(verdict) if lo['n'] else 'FAIL: no answer in the measured time'}")  # fmt: skip
+        verdict = f"p95 {'ok' if row['p95_ok'] else 'FAIL'}, ratio {'ok' if row['ratio_ok'] else 'FAIL'}"
+        print(f"{row['endpoint']:<26} {lo['n']:>5} {_ms(lo['p50_ms'])} {_ms(lo['p95_ms'])} {_ms(lo['p99_ms'])} │ "
+              f"{_ms(raw['p50_ms'])} {_ms(raw['p95_ms'])} │ {_ms(row['ratio_p95'], 2)} {row['goal_p95_ms']:>6.0f}  "
+              f"{verdict if lo['n'] else 'FAIL: no answer in the measured time'}")  # fmt: skip
     if res["non_200"] or res["errors"]:
         print(f"\nNOT 200: {res['non_200']}; errors: {res['errors'][:5]}")
 
@@ -526,7 +508,6 @@ def main(argv: list[str] | None = None) -> int:
     add("--pages", type=int, default=200, help="distinct pages of the site (default 200)")
     add("--referrers", type=int, default=50, help="distinct referrer domains, plus direct (default 50)")
     add("--pair-min", type=int, default=2, help="fewest daily views of a referrer→page document (default 2)")
-    add("--endpoints", default="", help="comma-separated name prefixes: only these endpoints of the mix")
     add("--seed", type=int, default=7)
     add("--out", type=Path, default=OUT / "api.json")
     args = parser.parse_args(argv)
