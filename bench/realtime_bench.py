@@ -4,15 +4,7 @@ Redis round trips per batch, and event -> visible-counter latency at half load.
     eval "$(python -m deploy.local.stack env)"   # a running stack with Kafka and Redis
     python -m bench.realtime_bench [--events 100000] [--rounds 2] [--latency-seconds 30]
 
-A fresh 6-partition topic gets ``--events`` DemoTraffic page views over the last hour plus 5 %
-repeats, shuffled. Each round, side by side: a bare confluent_kafka loop (``consume(1000)``,
-no decoding) reads it all, then the real processor of
-``realtime.consumer.build_processor`` (a fresh group, in a thread) counts it until the offsets
-it records reach the end. Steady-state rates (the first batch, with the group join, left out),
-medians over rounds, and the consuming thread's CPU per event. Latency: a ``manage.py
-run_realtime`` subprocess on a second topic, load at ``--latency-load`` x the worker rate, a
-marker event every 100 ms read back from Redis every 5 ms. Goals: worker /
-bare >= 0.50, 1 round trip per batch, p99 <= 2 s. JSON: ``artifacts/bench/realtime.json``.
+Goals: worker / bare >= 0.50, 1 round trip per batch, p99 <= 2 s. See bench/README.md.
 Removes its topics, worker and Redis keys at the end.
 """
 
@@ -91,24 +83,19 @@ def quietly(action: Callable[[], object], what: str) -> None:
 
 
 class ObservedStore(CounterStore):
-    """The real store, recording each batch (events including repeats the worker left out,
-    round trips, end time, thread CPU time) and noticing when the offsets it records reach
-    the topic's end, so the clock stops without polling Redis."""
+    """The real store, recording each batch (events received, round trips, end time, the
+    worker thread's CPU time) and setting ``done`` once its offsets reach ``want``."""
 
     def __init__(self, client: redis.Redis, layout: KeyLayout, want: Mapping[str, int]) -> None:
         super().__init__(client, layout)
         self.batches: list[tuple[int, int, float, float]] = []
         self.done, self.want, self._reached = threading.Event(), want, dict[str, int]()
 
-    def apply(
-        self, events: Iterable[Event], now_ms: int, offsets: Mapping[str, int] | None = None,
-        group: str = "realtime", known_duplicates: int = 0,
-    ) -> ApplyResult:  # fmt: skip
-        events = list(events)
-        result = super().apply(events, now_ms, offsets, group, known_duplicates)
-        # apply runs in the worker's thread: its CPU clock is the consuming thread's
-        n = len(events) + known_duplicates  # the batch as the worker received it
-        self.batches.append((n, result.round_trips, time.perf_counter(), time.thread_time()))
+    def apply(self, events: Iterable[Event], now_ms: int, offsets: Mapping[str, int] | None = None,
+              group: str = "realtime", known_duplicates: int = 0) -> ApplyResult:  # fmt: skip
+        result = super().apply(events := list(events), now_ms, offsets, group, known_duplicates)
+        received = len(events) + known_duplicates
+        self.batches.append((received, result.round_trips, time.perf_counter(), time.thread_time()))
         self._reached.update(offsets or {})
         if all(self._reached.get(k, 0) >= v for k, v in self.want.items()):
             self.done.set()
@@ -330,8 +317,8 @@ class RealtimeBench:
 
 
 def print_table(res: dict[str, Any]) -> None:
-    t, rt, lat, ok = res["throughput"], res["round_trips"], res["latency"], {True: "PASS", False: "FAIL"}
-    run = res["run"]
+    t, rt, lat, run = res["throughput"], res["round_trips"], res["latency"], res["run"]
+    ok = {True: "PASS", False: "FAIL"}
     print(
         f"\nrealtime bench: {run['messages']:,} messages, site {run['site']}, {run['machine']['cpus']} CPUs, "
         f"load average {run['loadavg_start'][0]:.1f} at the start, {run['machine']['loadavg'][0]:.1f} at the end"
