@@ -4,15 +4,9 @@ the collector, as throughput ratios measured side by side in one run.
     python -m bench.collector_bench [-d 10] [-r 3] [--cpus auto|none] [--stack auto|env|own]
     python -m bench.collector_bench --instructions [--requests 300] [-r 2]
 
-Stack: the one ``KAFKA_BOOTSTRAP_SERVERS`` names, else Redis and Kafka started by the stack's CLI
-on ports ``FOOTFALL_BENCH_KAFKA_PORT``/``_REDIS_PORT`` (39092/36379), stopped at the end. Four
-gunicorns (bench/settings_bench.py, bench/urls.py): A and A2 as the project is, B with
-ClickstreamMiddleware, C for the beacon pair; wrk (bench/wrk_collector.lua) loads them in rounds
-that alternate the variants. Goals: ``B_page / A_page`` and ``B_page / A2_page`` >= 0.95
-(UNRESOLVED when they disagree or the A/A control is off 1.00 by more than the margin),
-``A_collect / A_empty`` >= 0.80. ``--instructions``: instructions per page view of A's and B's
-WSGI handlers under callgrind, a ceiling for ``B_page / A_page``. See bench/README.md.
-JSON: ``artifacts/bench/collector.json`` (``collector_instructions.json``).
+Goals: ``B_page / A_page`` and ``B_page / A2_page`` >= 0.95, ``A_collect / A_empty`` >= 0.80.
+``--instructions``: instructions per page view of A's and B's WSGI handlers under callgrind, a
+ceiling for ``B_page / A_page``. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -106,9 +100,9 @@ def answers_empty(url: str) -> bool:
         return bool(resp.status == 204)
 
 
-def run_wrk(url: str, mode: str, threads: int, connections: int, duration: float) -> dict[str, Any]:
-    """One wrk run with ``bench/wrk_collector.lua``; the summary its done() prints."""
-    argv = [harness.debian_tool("wrk"), f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency",
+def run_wrk(url: str, mode: str, connections: int, duration: float) -> dict[str, Any]:
+    """One wrk run (2 threads) with ``bench/wrk_collector.lua``; the summary its done() prints."""
+    argv = [harness.debian_tool("wrk"), "-t2", f"-c{connections}", f"-d{duration:g}s", "--latency",
             "--timeout", "10s", "-s", str(Path(__file__).with_name("wrk_collector.lua")), url]  # fmt: skip
     env = {**os.environ, "FFBENCH_MODE": mode, "FFBENCH_SITE": SITE_ID}
     out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=duration + 120)
@@ -172,7 +166,7 @@ class Bench:
 
     def wrk(self, var: Variant, duration: float, check: bool = False) -> dict[str, Any]:
         args = self.args
-        run = run_wrk(self.servers[var.server].url + var.path, var.mode, args.threads, args.connections, duration)
+        run = run_wrk(self.servers[var.server].url + var.path, var.mode, args.connections, duration)
         if check and any(not 200 <= int(code) < 300 for code in run["statuses"]):
             raise BenchError(f"warm-up of {var.key} answered {run['statuses']}")
         return run
@@ -203,7 +197,7 @@ class Bench:
     def run(self) -> dict[str, list[dict[str, Any]]]:
         args = self.args
         servers = ", ".join(f"{name} {server.url}" for name, server in self.servers.items())
-        load = f"wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, {args.rounds} rounds"
+        load = f"wrk -t2 -c{args.connections} -d{args.duration:g}s, {args.rounds} rounds"
         print(f"stack: {self.stack}; {servers}; {load}; {self.cpus}", flush=True)
         # Tracked traffic first, so the broker has compiled its hot paths; then every variant.
         tracked, left = [var for var in VARIANTS if var.tracked], args.broker_warmup
@@ -486,7 +480,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m bench.collector_bench", description=__doc__.split("\n\n")[0])
     add = parser.add_argument
-    add("-t", "--threads", type=int, default=2, help="wrk threads (default 2)")
     add("-c", "--connections", type=int, default=32, help="wrk connections (default 32)")
     add("-d", "--duration", type=float, default=10, help="seconds per measured run (default 10)")
     add("-w", "--warmup", type=float, default=5, help="seconds of warm-up per variant (default 5)")
@@ -497,7 +490,6 @@ def main(argv: list[str] | None = None) -> int:
     add("--instructions", action="store_true", help="count instructions per page view under callgrind instead")
     add("--requests", type=int, default=300, help="--instructions: page views per phase (default 300)")
     add("--json", type=Path, default=None, help="where to write the results")
-    add("--keep-workdir", action="store_true", help="keep gunicorn logs and the bench database")
     if argv and argv[0] == CHILD_FLAG:  # under callgrind
         args = parser.parse_args(argv[2:])
         child(args.requests, args.rounds, Path(argv[1]))
@@ -510,8 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     try:
         with contextlib.ExitStack() as cleanup:
-            if not args.keep_workdir:
-                cleanup.callback(shutil.rmtree, workdir, True)
+            cleanup.callback(shutil.rmtree, workdir, True)
             if args.instructions:
                 env, _ = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
                 doc = instructions(args.requests, args.rounds, env, workdir)
@@ -528,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     config = {
-        "wrk": f"-t{args.threads} -c{args.connections} -d{args.duration:g}s (warm-up {args.warmup:g}s)",
+        "wrk": f"-t2 -c{args.connections} -d{args.duration:g}s (warm-up {args.warmup:g}s)",
         "broker_warmup_s": args.broker_warmup, "rounds": args.rounds,
         "gunicorn": " ".join(gunicorn_args()), "stack": bench.stack,
         "cpu_split": bench.cpus, "machine": harness.machine(), "commit": commit.stdout.strip(), "started": started,
