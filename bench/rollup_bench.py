@@ -2,15 +2,9 @@
 
     python -m bench.rollup_bench [--events 10000000] [--rounds 1]   # no services needed
 
-An archive of ``--events`` rows is generated once (DuckDB's SQL engine, hashes of the row
-number) and cached under ``~/.cache/footfall/bench/`` in the archiver's layout and schema:
-five sites in four time zones and UTC, 8 local days spanning both ends of daylight saving
-time, skewed pages, a realistic referrer mix, 4 % bots, 5 % re-delivered copies, late events.
-Spark runs ``archive.reader.read_events`` and ``transforms.rollup`` (``page``, ``ref`` and
-``refpage`` breakdowns); DuckDB computes the same with SQL written from the rules in
-``spark_jobs.transforms``; the two results must match row by row (exit 1 otherwise). Wall
-time runs from the first read to the result held as Arrow (Spark's session start apart);
-``--rounds`` alternates the engines' order, medians reported. Goal: Spark <= 5x DuckDB.
+The archive is generated once and cached under ``~/.cache/footfall/bench/``; both engines
+compute the ``page``, ``ref`` and ``refpage`` breakdowns, which must match row by row (exit 1
+otherwise). Goal: Spark <= 5x DuckDB's wall time. See bench/README.md.
 """
 
 from __future__ import annotations
