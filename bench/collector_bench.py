@@ -311,7 +311,8 @@ def print_table(doc: Mapping) -> None:
 
 # --- --instructions: callgrind ---------------------------------------------------------------------
 CHILD_FLAG = "--in-callgrind"
-CLOCKED = ("rdk:", "footfall-sink", "bench-wait")  # threads whose work follows the clock
+# The threads a page view costs; the others (librdkafka's, the sink's, the waiter's) follow the clock.
+COUNTED = ("request", "footfall-tracker")
 VALGRIND_THREAD = re.compile(r"^Thread (\d+): status = .*\(lwpid (\d+)\)$", re.M)
 WSGIApp = Callable[[dict[str, Any], Callable[..., object]], Iterable[bytes]]
 AGENTS = (
@@ -360,22 +361,27 @@ def per_variant(dumps: list[Dump], requests: int) -> dict[str, dict[int, float]]
     return {v: {t: statistics.median(r.get(t, 0) for r in rs) / requests for t in threads} for v, rs in rounds.items()}
 
 
-def report(results: dict[str, dict[int, float]], names: dict[int, str]) -> list[str]:
-    """Per variant: Ir per page view of each busy thread, the total of the counted (not clocked)
-    threads, its difference from the first variant's, and the first's total over it (ceiling)."""
-    variants = list(results)
-    name = {t: names.get(t, f"thread {t}") for t in results[variants[0]]}
-    totalled = [t for t in name if not name[t].startswith(CLOCKED)]
-    threads = [t for t in sorted(name) if any(results[v][t] >= 50 for v in variants)]
-    heads = [name[t] if t in totalled else f"({name[t]})" for t in threads]
-    first, cols = max(len("variant"), *map(len, variants)) + 2, [max(11, len(h) + 2) for h in heads]
-    lines = ["variant".ljust(first) + "".join(h.rjust(c) for h, c in zip(heads, cols, strict=True)) + "      total"
-             f"    vs {variants[0]}  ceiling   (Ir per page view; totals leave out the (clocked) threads)"]  # fmt: skip
-    base = sum(results[variants[0]][t] for t in totalled)
-    for v in variants:
-        total = sum(results[v][t] for t in totalled)
-        cells = "".join(f"{results[v][t]:>{c},.0f}" for t, c in zip(threads, cols, strict=True))
-        lines.append(f"{v:<{first}}{cells}{total:>11,.0f} {total - base:>+9,.0f}  {base / total:>7.3f}")
+def summarise(results: dict[str, dict[int, float]], names: Mapping[int, str]) -> dict[str, dict[str, float]]:
+    """Per variant: Ir per page view of each COUNTED thread (valgrind's numbers -> ``names``), their
+    ``total``, and every other thread's in one ``clocked`` sum (left out of the total)."""
+    rows = {}
+    for variant, counts in results.items():
+        row = {name: sum(x for t, x in counts.items() if names.get(t) == name) for name in COUNTED}
+        clocked = sum(x for t, x in counts.items() if names.get(t) not in COUNTED)
+        rows[variant] = row | {"total": sum(row.values()), "clocked": clocked}
+    return rows
+
+
+def report(rows: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """The table: a row per variant, its total's difference from the first row's and the first's
+    total over it (a ceiling for the req/s ratio)."""
+    first = next(iter(rows))
+    base = rows[first]["total"]
+    heads = (*COUNTED, "total", "(clocked)", f"vs {first}", "ceiling")
+    lines = ["variant" + "".join(f"{h:>18}" for h in heads) + "   (Ir per page view)"]
+    for variant, row in rows.items():
+        cells = "".join(f"{row[k]:>18,.0f}" for k in (*COUNTED, "total", "clocked"))
+        lines.append(f"{variant:<7}{cells}{row['total'] - base:>+18,.0f}{base / row['total']:>18.3f}")
     return lines
 
 
@@ -400,7 +406,7 @@ def serve(app: WSGIApp, requests: int) -> None:
 
 def child(requests: int, rounds: int, out: Path) -> None:
     """Inside callgrind: the phases, each closed by a dump; B's phases end once their events are
-    on Kafka. Writes valgrind's thread numbers -> thread names to ``out/threads.json``."""
+    on Kafka. Writes valgrind's numbers of the COUNTED threads -> names to ``out/threads.json``."""
     os.environ.update(DJANGO_SETTINGS_MODULE="bench.settings_bench", FOOTFALL_BENCH_MIDDLEWARE="1",
                       FOOTFALL_TRUSTED_PROXIES="1", ALLOWED_HOSTS="localhost")  # fmt: skip
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='ff-callgrind-')}/db.sqlite3")
@@ -422,7 +428,7 @@ def child(requests: int, rounds: int, out: Path) -> None:
                 time.sleep(0.5)
             delivered.set()  # on time or not: a late phase shows in the tracker's column
 
-    # One waiter for the whole run, alive at the end so it is named (and left out of the totals).
+    # One waiter for the whole run, off the request thread (clocked: out of the totals).
     threading.Thread(target=wait, name="bench-wait", daemon=True).start()
     expected = marks.total()
 
@@ -441,19 +447,12 @@ def child(requests: int, rounds: int, out: Path) -> None:
     for r in range(rounds):
         for name, app in (("A", a), ("B", b)) if r % 2 == 0 else (("B", b), ("A", a)):
             phase(app, requests, f"{name}.{r}")
-    # valgrind's thread numbers and kernel ids (a later thread may reuse an ended one's number);
-    # native id -> Python's thread name, else the kernel's (librdkafka names its own).
-    listing = subprocess.run(
-        ["vgdb", f"--pid={os.getpid()}", "v.info", "scheduler"], capture_output=True, text=True, check=True
-    )
-    native = {}
-    for task in Path("/proc/self/task").iterdir():
-        with contextlib.suppress(OSError):  # ended meanwhile
-            native[int(task.name)] = (task / "comm").read_text().strip()
-    native |= {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
-    native[threading.get_native_id()] = "request"
-    threads = {int(n): native.get(int(lwp), f"lwp {lwp}") for n, lwp in
-               VALGRIND_THREAD.findall(listing.stdout + listing.stderr) if lwp != "0"}  # fmt: skip
+    # valgrind's numbers of the counted threads, by kernel id (an ended thread's number is reused).
+    vgdb = ["vgdb", f"--pid={os.getpid()}", "v.info", "scheduler"]
+    listing = subprocess.run(vgdb, capture_output=True, text=True, check=True)
+    named = {t.native_id: t.name for t in threading.enumerate()} | {threading.get_native_id(): "request"}
+    found = VALGRIND_THREAD.findall(listing.stdout + listing.stderr)
+    threads = {n: named[int(lwp)] for n, lwp in found if named.get(int(lwp)) in COUNTED}
     (out / "threads.json").write_text(json.dumps(threads))
 
 
@@ -468,12 +467,13 @@ def instructions(requests: int, rounds: int, env: dict[str, str], workdir: Path)
     if done.returncode != 0:
         raise BenchError(f"the callgrind run failed ({done.returncode}):\n{done.stderr[-3000:]}")
     measured = per_variant([d for p in workdir.glob("callgrind.*.*-*") if (d := read_dump(p))], requests)
-    results = {v: measured[v] for v in ("A", "B")}
     names = {int(k): v for k, v in json.loads((workdir / "threads.json").read_text()).items()}
-    print(*report(results, names), f"({time.monotonic() - started:.0f} s under callgrind)", sep="\n")
+    rows = summarise({v: measured[v] for v in ("A", "B")}, names)
+    print(*report(rows), f"({time.monotonic() - started:.0f} s under callgrind)", sep="\n")
     return {"benchmark": "collector_instructions", "requests": requests, "rounds": rounds, "threads": names,
-            "counted": [t for t in sorted(names) if not names[t].startswith(CLOCKED)],
-            "ir_per_page_view": {v: {str(t): round(x) for t, x in r.items()} for v, r in results.items()}}  # fmt: skip
+            "ir_per_page_view": {v: {k: round(x) for k, x in row.items()} for v, row in rows.items()},
+            "b_minus_a": round(rows["B"]["total"] - rows["A"]["total"]),
+            "ceiling": round(rows["A"]["total"] / rows["B"]["total"], 4)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
