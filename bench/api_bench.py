@@ -36,6 +36,7 @@ import msgspec
 import redis
 import urllib3
 
+from bench import harness
 from bench.harness import OUT, REPO, BenchError, Server, handle_signals, machine, manage, unlink_matching, write_json
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
@@ -51,7 +52,7 @@ from realtime.store import CounterStore
 
 GOALS = {"realtime_p95_ms": 100.0, "history_p95_ms": 300.0, "ratio": 3.0}
 TZ = "Europe/Berlin"
-DAILY_PAGEVIEWS, WORKERS, THREADS, TIMEOUT, RAW_BUDGET_S = 150_000, 2, 4, 120, 60.0
+DAILY_PAGEVIEWS, TIMEOUT, RAW_BUDGET_S = 150_000, 120, 60.0
 
 
 # --- the site's vocabulary (pure, seeded) ------------------------------------------------------
@@ -386,24 +387,17 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
 
     seeding = seed(args, db, store, site, days, cfg.realtime_retention_s)
     workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="ff-apibench-")))
-    server_env = {k: v for k, v in env.items() if k not in {"DATABASE_URL", "FOOTFALL_ENV", "FOOTFALL_SPOOL_DIR"}}
-    server_env.update(
-        DJANGO_SETTINGS_MODULE="footfall.settings", DATABASE_URL=f"sqlite:///{workdir / 'bench.sqlite3'}",
-        FOOTFALL_DATA_DIR=str(workdir / "data"), DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50),
-        ALLOWED_HOSTS="127.0.0.1,localhost", FOOTFALL_API_RATE_PER_MINUTE="1000000", PYTHONUNBUFFERED="1",
-    )  # fmt: skip
+    server_env = harness.server_env(env, workdir, "footfall.settings", FOOTFALL_API_RATE_PER_MINUTE="1000000")
     manage(server_env, "migrate", "--noinput", "-v", "0")
     manage(server_env, "create_site", site, "--domain", "bench.example", "--timezone", TZ)
     out = manage(server_env, "shell", "-c", ISSUE_KEYS.format(site=site, n=args.clients))
     if len(keys := [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("KEY ")]) != args.clients:
         raise BenchError(f"expected {args.clients} API keys, got {len(keys)}:\n{out}")
-    gunicorn_args = ["--worker-class", "gthread", "--workers", str(WORKERS), "--threads", str(THREADS),
-                     "--keep-alive", "10", "--timeout", str(TIMEOUT), "--log-level", "warning"]  # fmt: skip
-    server = Server("api", server_env, gunicorn_args, workdir / "gunicorn.log")
+    server = Server("api", server_env, workdir / "gunicorn.log", keep_alive=10, timeout=TIMEOUT)
     cleanup.callback(server.stop)
     pool = urllib3.HTTPConnectionPool("127.0.0.1", server.port, maxsize=1, retries=False, timeout=float(TIMEOUT))
     headers = {"Authorization": f"Bearer {keys[0]}", "X-Forwarded-Proto": "https"}
-    print(f"starting gunicorn on {server.url} ({WORKERS} workers x {THREADS} threads)", flush=True)
+    print(f"starting gunicorn on {server.url}: {' '.join(server.args)}", flush=True)
     server.start(lambda: pool.request("GET", f"/api/v1/sites/{site}/realtime?minutes=1", headers=headers).status == 200)
 
     # Raw reads sum every trend block in Redis: no remembered baselines, as no settled cache.

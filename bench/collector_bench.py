@@ -18,7 +18,6 @@ import json
 import os
 import queue
 import re
-import secrets
 import shutil
 import statistics
 import subprocess
@@ -73,27 +72,6 @@ def cpu_split(available: frozenset[int]) -> tuple[frozenset[int], frozenset[int]
     return None if len(available) < 2 else (available - {max(available)}, frozenset({max(available)}))
 
 
-def server_env(stack_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
-    """Environment of the bench's Django servers: production-like (DEBUG off, behind one proxy),
-    a private SQLite database and spool under ``workdir``, flood limits out of reach."""
-    drop = {"DATABASE_URL", "FOOTFALL_SPOOL_DIR", "FOOTFALL_ENV", "FOOTFALL_BENCH_MIDDLEWARE"}
-    return {k: v for k, v in stack_env.items() if k not in drop} | dict(
-        DJANGO_SETTINGS_MODULE="bench.settings_bench", FOOTFALL_DATA_DIR=str(workdir / "data"), DEBUG="0",
-        SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1,localhost", FOOTFALL_CLIENT_RATE="100000",
-        FOOTFALL_CLIENT_BURST="1000000", FOOTFALL_TRUSTED_PROXIES="1", PYTHONUNBUFFERED="1",
-        # One string-hash seed for every server: with a random seed each, two identical servers
-        # lay out their dicts differently and ran steadily ~8 % apart.
-        PYTHONHASHSEED="0",
-    )  # fmt: skip
-
-
-def gunicorn_args() -> list[str]:
-    # gthread keeps connections alive as behind a proxy (sync workers would make wrk measure
-    # TCP set-up); a few threads overlap the short waits (Redis salt, SQLite) as in production.
-    return ["--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keep-alive", "5", "--timeout", "60",
-            "--graceful-timeout", "15", "--log-level", "warning"]  # fmt: skip
-
-
 def answers_empty(url: str) -> bool:
     request = urllib.request.Request(f"{url}/bench/empty", headers={"X-Forwarded-Proto": "https"})
     with urllib.request.urlopen(request, timeout=2) as resp:
@@ -146,13 +124,16 @@ class Bench:
         if self.split is not None:  # before the stack starts: its Kafka and Redis inherit it, as wrk does
             os.sched_setaffinity(0, self.split[1])
         stack_env, self.stack = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
-        env = server_env(stack_env, workdir)
+        # One string-hash seed for every server: with a random seed each, two identical servers
+        # lay out their dicts differently and ran steadily ~8 % apart.
+        env = harness.server_env(stack_env, workdir, "bench.settings_bench", FOOTFALL_CLIENT_RATE="100000",
+                                 FOOTFALL_CLIENT_BURST="1000000", FOOTFALL_TRUSTED_PROXIES="1", PYTHONHASHSEED="0")  # fmt: skip
         harness.manage(env, "migrate", "--noinput", "-v", "0")
         harness.manage(env, "create_site", SITE_ID, "--domain", "127.0.0.1", "--domain", "localhost")
         # Every server gets the variable, "0" or "1": environments of the same size.
-        gargs, cpus = gunicorn_args(), self.split and self.split[0]
+        cpus = self.split and self.split[0]
         self.servers = {
-            name: Server(name, {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag}, gargs, workdir / f"{name}.log", cpus=cpus)
+            name: Server(name, {**env, "FOOTFALL_BENCH_MIDDLEWARE": flag}, workdir / f"{name}.log", cpus=cpus)
             for name, flag in (("A", "0"), ("B", "1"), ("A2", "0"), ("C", "0"))
         }
         for server in self.servers.values():
@@ -521,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     config = {
         "wrk": f"-t2 -c{args.connections} -d{args.duration:g}s (warm-up {args.warmup:g}s)",
         "broker_warmup_s": args.broker_warmup, "rounds": args.rounds,
-        "gunicorn": " ".join(gunicorn_args()), "stack": bench.stack,
+        "gunicorn": " ".join(bench.servers["A"].args), "stack": bench.stack,
         "cpu_split": bench.cpus, "machine": harness.machine(), "commit": commit.stdout.strip(), "started": started,
     }  # fmt: skip
     doc = build(config, runs, args.connections)

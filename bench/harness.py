@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import resource
+import secrets
 import shlex
 import shutil
 import signal
@@ -102,18 +103,32 @@ def unlink_matching(client: redis.Redis, *patterns: str) -> None:
             client.unlink(*keys[start : start + 5000])
 
 
+def server_env(env: Mapping[str, str], workdir: Path, settings: str, **extra: str) -> dict[str, str]:
+    """Environment of a bench's Django servers: production-like (DEBUG off), their SQLite database
+    and data under ``workdir``, plus ``extra``."""
+    drop = {"DATABASE_URL", "FOOTFALL_SPOOL_DIR", "FOOTFALL_ENV", "FOOTFALL_BENCH_MIDDLEWARE"}
+    return {k: v for k, v in env.items() if k not in drop} | dict(
+        DJANGO_SETTINGS_MODULE=settings, FOOTFALL_DATA_DIR=str(workdir / "data"), DEBUG="0", PYTHONUNBUFFERED="1",
+        SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1,localhost",
+    ) | extra  # fmt: skip
+
+
 class Server:
     """One gunicorn serving ``footfall.wsgi``; stop() ends its whole process group."""
 
-    def __init__(
-        self, name: str, env: Mapping[str, str], args: list[str], log_file: Path, cpus: frozenset[int] | None = None
-    ) -> None:
+    def __init__(self, name: str, env: Mapping[str, str], log_file: Path, keep_alive: int = 5, timeout: int = 60,
+                 cpus: frozenset[int] | None = None) -> None:  # fmt: skip
         self.name, self.env, self.log_file, self.cpus = name, dict(env), log_file, cpus
         with socket.socket() as sock:  # a free port: the kernel picks it
             sock.bind(("127.0.0.1", 0))
             self.port = int(sock.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
-        self.argv = [PYTHON, "-m", "gunicorn", "footfall.wsgi:application", "--bind", f"127.0.0.1:{self.port}", *args]
+        # gthread keeps connections alive as behind a proxy (sync workers would make the load
+        # measure TCP set-up); a few threads overlap the short waits (Redis, SQLite) as in production.
+        self.args = ["--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keep-alive", str(keep_alive),
+                     "--timeout", str(timeout), "--graceful-timeout", "15", "--log-level", "warning"]  # fmt: skip
+        self.argv = [PYTHON, "-m", "gunicorn", "footfall.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
+        self.argv += self.args
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, probe: Callable[[], bool], timeout: float = 90.0) -> None:

@@ -22,7 +22,7 @@ def test_no_split_with_one_cpu() -> None:
 def test_a_pinned_server_and_the_processes_it_forks_run_on_its_cpus_only(tmp_path: Path) -> None:
     available = os.sched_getaffinity(0)
     cpu = min(available)  # one CPU of the two or more every machine of this project has
-    server = Server("pinned", os.environ, [], tmp_path / "log", cpus=frozenset({cpu}))
+    server = Server("pinned", os.environ, tmp_path / "log", cpus=frozenset({cpu}))
     # In place of gunicorn: a parent that forks a worker, as gunicorn's master does.
     server.argv = [sys.executable, "-c", "import os, time\nif os.fork() == 0: time.sleep(60)\ntime.sleep(60)"]
     server.start(probe=lambda: True)
