@@ -37,7 +37,7 @@ import redis
 import urllib3
 
 from bench import harness
-from bench.harness import OUT, REPO, BenchError, Server, handle_signals, machine, manage, unlink_matching, write_json
+from bench.harness import OUT, REPO, BenchError, Server, machine, manage, unlink_matching
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall.vocabulary import INTERVALS, METRICS, REFPAGE_SEPARATOR
@@ -460,7 +460,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
         "server_cpu_ms_per_request": round(server_cpu * 1000 / (rate * (args.warmup + args.duration)), 2)
         if rate else None,
         "errors": errors[:20], "non_200": {n: dict(s) for n, s in statuses.items() if set(s) - {200}},
-        "endpoints": rows,
+        "endpoints": rows, "ok": not errors and all(set(s) <= {200} for s in statuses.values()),
     }  # fmt: skip
 
 
@@ -503,16 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--seed", type=int, default=7)
     add("--out", type=Path, default=OUT / "api.json")
     args = parser.parse_args(argv)
-    handle_signals()
-    try:
-        with contextlib.ExitStack() as cleanup:
-            res = run(args, cleanup)
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    print_table(res)
-    write_json(res, args.out)
-    return 1 if res["non_200"] or res["errors"] else 0
+    return harness.run_main(lambda cleanup: run(args, cleanup), print_table, args.out)
 
 
 if __name__ == "__main__":

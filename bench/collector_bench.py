@@ -126,8 +126,9 @@ class Bench:
         stack_env, self.stack = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
         # One string-hash seed for every server: with a random seed each, two identical servers
         # lay out their dicts differently and ran steadily ~8 % apart.
-        env = harness.server_env(stack_env, workdir, "bench.settings_bench", FOOTFALL_CLIENT_RATE="100000",
-                                 FOOTFALL_CLIENT_BURST="1000000", FOOTFALL_TRUSTED_PROXIES="1", PYTHONHASHSEED="0")  # fmt: skip
+        env = harness.server_env(stack_env, workdir, "bench.settings_bench", PYTHONHASHSEED="0",
+                                 FOOTFALL_CLIENT_RATE="100000", FOOTFALL_CLIENT_BURST="1000000",
+                                 FOOTFALL_TRUSTED_PROXIES="1")  # fmt: skip
         harness.manage(env, "migrate", "--noinput", "-v", "0")
         harness.manage(env, "create_site", SITE_ID, "--domain", "127.0.0.1", "--domain", "localhost")
         # Every server gets the variable, "0" or "1": environments of the same size.
@@ -478,37 +479,28 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(0)  # no interpreter teardown: valgrind's exit dump is not read anyway
     args = parser.parse_args(argv)
     args.rounds = args.rounds or (2 if args.instructions else 3)
-    harness.handle_signals()
-    workdir = Path(tempfile.mkdtemp(prefix="footfall-bench-"))
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    try:
-        with contextlib.ExitStack() as cleanup:
-            cleanup.callback(shutil.rmtree, workdir, True)
-            if args.instructions:
-                env, _ = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
-                doc = instructions(args.requests, args.rounds, env, workdir)
-                harness.write_json(doc, args.json or OUT / "collector_instructions.json")
-                return 0
-            harness.debian_tool("wrk")  # fail (or install it) before starting anything
-            bench = Bench(args, workdir, cleanup)
-            runs = bench.run()
-    except (BenchError, subprocess.CalledProcessError) as exc:
-        print(f"benchmark FAILED: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; servers and stack stopped", file=sys.stderr)
-        return 130
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    config = {
-        "wrk": f"-t2 -c{args.connections} -d{args.duration:g}s (warm-up {args.warmup:g}s)",
-        "broker_warmup_s": args.broker_warmup, "rounds": args.rounds,
-        "gunicorn": " ".join(bench.servers["A"].args), "stack": bench.stack,
-        "cpu_split": bench.cpus, "machine": harness.machine(), "commit": commit.stdout.strip(), "started": started,
-    }  # fmt: skip
-    doc = build(config, runs, args.connections)
-    print_table(doc)
-    harness.write_json(doc, args.json or OUT / "collector.json")
-    return 0 if doc["ok"] else 1
+
+    def run(cleanup: contextlib.ExitStack) -> dict[str, Any]:
+        workdir = Path(tempfile.mkdtemp(prefix="footfall-bench-"))
+        cleanup.callback(shutil.rmtree, workdir, True)
+        if args.instructions:
+            env, _ = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
+            return instructions(args.requests, args.rounds, env, workdir)
+        harness.debian_tool("wrk")  # fail (or install it) before starting anything
+        bench = Bench(args, workdir, cleanup)
+        runs = bench.run()
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+        config = {
+            "wrk": f"-t2 -c{args.connections} -d{args.duration:g}s (warm-up {args.warmup:g}s)",
+            "broker_warmup_s": args.broker_warmup, "rounds": args.rounds,
+            "gunicorn": " ".join(bench.servers["A"].args), "stack": bench.stack, "cpu_split": bench.cpus,
+            "machine": harness.machine(), "commit": commit.stdout.strip(), "started": started,
+        }  # fmt: skip
+        return build(config, runs, args.connections)
+
+    out = args.json or OUT / ("collector_instructions.json" if args.instructions else "collector.json")
+    return harness.run_main(run, (lambda doc: None) if args.instructions else print_table, out)
 
 
 if __name__ == "__main__":

@@ -39,17 +39,6 @@ class BenchError(RuntimeError):
     """The benchmark itself failed (a server did not start, a tool is missing, ...)."""
 
 
-def handle_signals() -> None:
-    """Ctrl-C and SIGTERM raise KeyboardInterrupt, so the cleanup stack stops everything
-    (also when started as a shell's background job, with SIGINT ignored)."""
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, handler)
-
-
 def debian_tool(name: str) -> str:
     """Path of the program ``name``, installing Debian's package when missing and running as root."""
     if (path := shutil.which(name)) is None and shutil.which("apt-get") and os.geteuid() == 0:
@@ -210,3 +199,28 @@ def write_json(doc: Mapping[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     print(f"JSON: {path}")
+
+
+def run_main(run: Callable[[contextlib.ExitStack], dict[str, Any]], show: Callable[[dict[str, Any]], None], out: Path,
+             errors: tuple[type[Exception], ...] = ()) -> int:  # fmt: skip
+    """Run a bench with a cleanup stack for what it starts, print and write its result; exit status 1
+    when it failed or its ``ok`` is false, 130 when interrupted."""
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    # KeyboardInterrupt unwinds the cleanup stack, also in a shell's background job (SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        with contextlib.ExitStack() as cleanup:
+            doc = run(cleanup)
+    except (BenchError, subprocess.CalledProcessError, *errors) as exc:
+        print(f"benchmark FAILED: {exc!r}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; what the bench started is stopped", file=sys.stderr)
+        return 130
+    show(doc)
+    write_json(doc, out)
+    return 0 if doc.get("ok", True) else 1

@@ -32,7 +32,7 @@ import redis
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from bench.harness import OUT, REPO, BenchError, handle_signals, machine, unlink_matching, write_json
+from bench.harness import OUT, REPO, BenchError, machine, run_main, unlink_matching
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
@@ -350,19 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     add("--out", type=Path, default=OUT / "realtime.json", help="JSON results (default %(default)s)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    handle_signals()
     OUT.mkdir(parents=True, exist_ok=True)
-    try:
-        with contextlib.ExitStack() as cleanup:
-            results = RealtimeBench(args, cleanup).run()
-    except (BenchError, KafkaException, BufferError, redis.RedisError, OSError) as exc:
-        print(f"realtime bench failed: {exc!r}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    print_table(results)
-    write_json(results, args.out)
-    return 0
+    errors = (KafkaException, BufferError, redis.RedisError, OSError)
+    return run_main(lambda cleanup: RealtimeBench(args, cleanup).run(), print_table, args.out, errors)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ otherwise). Goal: Spark <= 5x DuckDB's wall time. See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib.metadata
 import json
@@ -30,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from archive.schema import ARROW_SCHEMA, EVENTS_DIR
-from bench.harness import OUT, cpu_seconds, machine, write_json
+from bench.harness import OUT, cpu_seconds, machine, run_main
 from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
 from spark_jobs.transforms import DEFAULT_TZ
 
@@ -73,10 +74,7 @@ REFERRERS = (
 )
 
 
-# --------------------------------------------------------------------------------------------
-# archive generation
-
-
+# --- archive generation ----------------------------------------------------------------------
 def archive_root(events: int, seed: int) -> Path:
     return CACHE / f"rollup-n{events}-s{seed}-g{GEN_VERSION}"
 
@@ -242,18 +240,11 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
     print()
     con.close()
     assert rows == events, (rows, events)
-    meta = {
-        "events": events,
-        "distinct_events": distinct,
-        "duplicates": events - distinct,
-        "seed": seed,
-        "generator_version": GEN_VERSION,
-        "files": files,
-        "bytes": sum(p.stat().st_size for p in tmp.rglob("*.parquet")),
-        "sites": {s[0]: s[2] for s in SITES},
-        "local_days": [d.isoformat() for d in days],
-        "generated_s": round(time.monotonic() - started, 1),
-    }
+    meta = {"events": events, "distinct_events": distinct, "duplicates": events - distinct, "seed": seed,
+            "generator_version": GEN_VERSION, "files": files,
+            "bytes": sum(p.stat().st_size for p in tmp.rglob("*.parquet")), "sites": {s[0]: s[2] for s in SITES},
+            "local_days": [d.isoformat() for d in days],
+            "generated_s": round(time.monotonic() - started, 1)}  # fmt: skip
     (tmp / "archive.json").write_text(json.dumps(meta, indent=2) + "\n")
     shutil.rmtree(root, ignore_errors=True)
     tmp.rename(root)
@@ -277,10 +268,7 @@ def rollup_days(meta: dict[str, Any]) -> list[str]:
     return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
 
 
-# --------------------------------------------------------------------------------------------
-# the engines
-
-
+# --- the engines ---------------------------------------------------------------------------
 @dataclass
 class Run:
     table: pa.Table
@@ -291,16 +279,10 @@ class Run:
 def start_spark(driver_memory: str) -> Any:
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("footfall-rollup-bench")
-        .config("spark.driver.memory", driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")  # as historical/rollups.py submits the job
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
+    conf = {"spark.driver.memory": driver_memory, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",  # as historical/rollups.py submits the job
+            "spark.sql.execution.arrow.pyspark.enabled": "true"}  # fmt: skip
+    spark = SparkSession.builder.master("local[2]").appName("footfall-rollup-bench").config(map=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -393,6 +375,64 @@ def compare(spark_rows: pa.Table, duck_rows: pa.Table) -> tuple[int, list[tuple]
         ).fetchall()
 
 
+def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, Any]:
+    """Both engines, alternating, ``args.rounds`` times each; their breakdowns compared row by row."""
+    from archive.reader import utc_dates_for
+
+    root, meta = ensure_archive(args.events, args.seed, args.regenerate)
+    site_tz: dict[str, str | None] = meta["sites"]
+    days = rollup_days(meta)
+    print(f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
+          f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}")  # fmt: skip
+    load_before, t0 = os.getloadavg(), time.monotonic()
+    spark = start_spark(args.driver_memory)
+    cleanup.callback(spark.stop)
+    spark_start = time.monotonic() - t0
+    runs: dict[str, list[Run]] = {"spark": [], "duckdb": []}
+    for number in range(args.rounds):
+        for engine in ("spark", "duckdb") if number % 2 == 0 else ("duckdb", "spark"):
+            if engine == "spark":
+                run = run_spark(spark, root, site_tz, days)
+            else:
+                run = run_duckdb(root, site_tz, days, utc_dates_for(days), args.duckdb_memory)
+            runs[engine].append(run)
+            print(f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s "
+                  f"({run.table.num_rows:,} result rows)", flush=True)  # fmt: skip
+    differing, first = compare(runs["spark"][-1].table, runs["duckdb"][-1].table)
+    wall = {engine: statistics.median(r.wall_s for r in values) for engine, values in runs.items()}
+    cpu = {engine: statistics.median(r.cpu_s for r in values) for engine, values in runs.items()}
+    ratio = wall["spark"] / wall["duckdb"]
+    return {
+        "benchmark": "rollup", "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "archive": {**meta, "path": str(root)}, "rollup_days": days, "dimensions": DIMENSIONS,
+        "config": {k: v for k, v in vars(args).items() if k not in {"out", "regenerate"}},
+        **{engine: {"wall_s": round(wall[engine], 3), "events_per_s": round(args.events / wall[engine]),
+                    "cpu_s": round(cpu[engine], 2), "result_rows": values[-1].table.num_rows,
+                    "rounds": [{"wall_s": round(r.wall_s, 3), "cpu_s": round(r.cpu_s, 2)} for r in values]}
+           for engine, values in runs.items()},
+        "spark_session_start_s": round(spark_start, 3), "ratio_spark_duckdb": round(ratio, 3),
+        "cpu_ratio_spark_duckdb": round(cpu["spark"] / cpu["duckdb"], 3), "goal_ratio": GOAL_RATIO,
+        "goal_met": ratio <= GOAL_RATIO, "identical": differing == 0, "ok": differing == 0,
+        "differing_rows": differing, "mismatches": [list(map(str, r)) for r in first],
+        "machine": {**machine(), "loadavg_before": [round(x, 2) for x in load_before], "duckdb": duckdb.__version__,
+                    "pyarrow": pa.__version__, "pyspark": importlib.metadata.version("pyspark")},
+    }  # fmt: skip
+
+
+def print_table(doc: dict[str, Any]) -> None:
+    ratio = doc["ratio_spark_duckdb"]
+    print(f"\n{'engine':8} {'wall s':>9} {'events/s':>12} {'cpu s':>9} {'spark/duckdb':>13} {'goal <= 5x':>11}")
+    for engine in ("spark", "duckdb"):
+        verdict = f"{ratio:13.2f} {'met' if doc['goal_met'] else 'MISSED':>11}" if engine == "spark" else ""
+        e = doc[engine]
+        print(f"{engine:8} {e['wall_s']:9.2f} {e['events_per_s']:12,} {e['cpu_s']:9.1f} {verdict}")
+    print(f"CPU-time ratio spark/duckdb: {doc['cpu_ratio_spark_duckdb']:.2f}; Spark session start (not in the wall "
+          f"time) {doc['spark_session_start_s']:.1f} s; figures identical: {'yes' if doc['identical'] else 'NO'} "
+          f"({doc['spark']['result_rows']:,} Spark rows, {doc['differing_rows']:,} differing)")  # fmt: skip
+    for row in doc["mismatches"]:
+        print("  mismatch:", row)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.rollup_bench", description=__doc__.split("\n\n")[0])
     add = parser.add_argument
@@ -404,58 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add("--regenerate", action="store_true", help="rebuild the cached archive")
     add("--out", type=Path, default=OUT / "rollup.json")
     args = parser.parse_args(argv)
-    from archive.reader import utc_dates_for
-
-    root, meta = ensure_archive(args.events, args.seed, args.regenerate)
-    site_tz: dict[str, str | None] = meta["sites"]
-    days = rollup_days(meta)
-    print(f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
-          f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}")  # fmt: skip
-    load_before, t0 = os.getloadavg(), time.monotonic()
-    spark = start_spark(args.driver_memory)
-    spark_start = time.monotonic() - t0
-    runs: dict[str, list[Run]] = {"spark": [], "duckdb": []}
-    try:
-        for number in range(args.rounds):
-            for engine in ("spark", "duckdb") if number % 2 == 0 else ("duckdb", "spark"):
-                if engine == "spark":
-                    run = run_spark(spark, root, site_tz, days)
-                else:
-                    run = run_duckdb(root, site_tz, days, utc_dates_for(days), args.duckdb_memory)
-                runs[engine].append(run)
-                print(f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s "
-                      f"({run.table.num_rows:,} result rows)", flush=True)  # fmt: skip
-    finally:
-        spark.stop()
-    differing, first = compare(runs["spark"][-1].table, runs["duckdb"][-1].table)
-    wall = {engine: statistics.median(r.wall_s for r in values) for engine, values in runs.items()}
-    cpu = {engine: statistics.median(r.cpu_s for r in values) for engine, values in runs.items()}
-    ratio, cpu_ratio = wall["spark"] / wall["duckdb"], cpu["spark"] / cpu["duckdb"]
-    print(f"\n{'engine':8} {'wall s':>9} {'events/s':>12} {'cpu s':>9} {'spark/duckdb':>13} {'goal <= 5x':>11}")
-    for engine in runs:
-        verdict = f"{ratio:13.2f} {'met' if ratio <= GOAL_RATIO else 'MISSED':>11}" if engine == "spark" else ""
-        print(f"{engine:8} {wall[engine]:9.2f} {args.events / wall[engine]:12,.0f} {cpu[engine]:9.1f} {verdict}")
-    print(f"CPU-time ratio spark/duckdb: {cpu_ratio:.2f}; Spark session start (not in the wall time) "
-          f"{spark_start:.1f} s; figures identical: {'yes' if differing == 0 else 'NO'} "
-          f"({runs['spark'][-1].table.num_rows:,} Spark rows, {differing:,} differing)")  # fmt: skip
-    for row in first:
-        print("  mismatch:", row)
-    report = {
-        "benchmark": "rollup", "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "archive": {**meta, "path": str(root)}, "rollup_days": days, "dimensions": DIMENSIONS,
-        "config": {k: v for k, v in vars(args).items() if k not in {"out", "regenerate"}},
-        **{engine: {"wall_s": round(wall[engine], 3), "events_per_s": round(args.events / wall[engine]),
-                    "cpu_s": round(cpu[engine], 2), "result_rows": values[-1].table.num_rows,
-                    "rounds": [{"wall_s": round(r.wall_s, 3), "cpu_s": round(r.cpu_s, 2)} for r in values]}
-           for engine, values in runs.items()},
-        "spark_session_start_s": round(spark_start, 3), "ratio_spark_duckdb": round(ratio, 3),
-        "cpu_ratio_spark_duckdb": round(cpu_ratio, 3), "goal_ratio": GOAL_RATIO, "goal_met": ratio <= GOAL_RATIO,
-        "identical": differing == 0, "differing_rows": differing, "mismatches": [list(map(str, r)) for r in first],
-        "machine": {**machine(), "loadavg_before": [round(x, 2) for x in load_before], "duckdb": duckdb.__version__,
-                    "pyarrow": pa.__version__, "pyspark": importlib.metadata.version("pyspark")},
-    }  # fmt: skip
-    write_json(report, args.out)
-    return 0 if differing == 0 else 1
+    return run_main(lambda cleanup: run(args, cleanup), print_table, args.out)
 
 
 if __name__ == "__main__":
