@@ -1,38 +1,15 @@
-"""URLconf of the collector benchmark: the project's routes, ``/bench/page`` (a small HTML page,
-no database query: the cheaper the page, the more conservative the middleware's ratio) and
-``/bench/empty`` (a bare 204, what the beacon is compared with)."""
+"""URLconf of the collector benchmark: the project's, ``/bench/page`` (small HTML, no query: the cheaper
+the page, the more conservative the middleware's ratio), ``/bench/empty`` (a 204, the beacon's baseline)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.urls import include, path
 
-PAGE = engines["django"].from_string(
-    """<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>{{ title }} · Footfall bench</title>
-  <link rel="stylesheet" href="/static/site.css">
-</head>
-<body>
-  <header><nav>{% for link in nav %}<a href="{{ link.href }}">{{ link.label }}</a>{% endfor %}</nav></header>
-  <main>
-    <h1>{{ title }}</h1>
-    <p>{{ intro }}</p>
-    <ul class="products">
-    {% for item in items %}
-      <li><a href="/products/{{ item.slug }}">{{ item.name }}</a> <span>{{ item.price|floatformat:2 }} €</span></li>
-    {% endfor %}
-    </ul>
-  </main>
-  <footer>© {{ year }} Example &amp; Co</footer>
-</body>
-</html>
-"""
-)
+PAGE = engines["django"].from_string(Path(__file__).with_name("page.html").read_text())
 NAV = [{"href": f"/{name.lower()}", "label": name} for name in ("Home", "Products", "Blog", "About", "Contact")]
 ITEMS = [{"slug": f"item-{n}", "name": f"Product <{n}> & more", "price": 9.5 + n} for n in range(12)]
 
