@@ -2,12 +2,10 @@
 the collector, as throughput ratios measured side by side in one run.
 
     python -m bench.collector_bench [-d 10] [-r 3] [--cpus auto|none] [--stack auto|env|own]
-    python -m bench.collector_bench --instructions [--requests 300] [-r 2]
+    python -m bench.collector_bench --instructions [--requests 300] [-r 2]   # under callgrind
 
 Goals: ``B_page / A_page`` and ``B_page / A2_page`` >= 0.95, ``A_collect / A_empty`` >= 0.80.
-``--instructions``: instructions per page view of A's and B's WSGI handlers under callgrind, a
-ceiling for ``B_page / A_page``. See bench/README.md.
-"""
+See bench/README.md."""
 
 from __future__ import annotations
 
@@ -29,7 +27,9 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from confluent_kafka import Consumer, TopicPartition
 
 from bench import harness
 from bench.harness import OUT, PYTHON, REPO, BenchError, Server
@@ -65,37 +65,16 @@ VERDICTS = {"middleware": (("middleware", "middleware_a2"), "control"), "beacon"
 NOISY = 0.10  # above this median share of the machine's CPU used by others, req/s ratios are suspect
 
 
-# --- the servers, wrk and Kafka --------------------------------------------------------------------
 def cpu_split(available: frozenset[int]) -> tuple[frozenset[int], frozenset[int]] | None:
     """(servers' CPUs, the rest's): the highest available CPU for the bench process, wrk and a
     private stack, the others for the servers; no split on one CPU."""
     return None if len(available) < 2 else (available - {max(available)}, frozenset({max(available)}))
 
 
-def answers_empty(url: str) -> bool:
-    request = urllib.request.Request(f"{url}/bench/empty", headers={"X-Forwarded-Proto": "https"})
-    with urllib.request.urlopen(request, timeout=2) as resp:
-        return bool(resp.status == 204)
-
-
-def run_wrk(url: str, mode: str, connections: int, duration: float) -> dict[str, Any]:
-    """One wrk run (2 threads) with ``bench/wrk_collector.lua``; the summary its done() prints."""
-    argv = [harness.debian_tool("wrk"), "-t2", f"-c{connections}", f"-d{duration:g}s", "--latency",
-            "--timeout", "10s", "-s", str(Path(__file__).with_name("wrk_collector.lua")), url]  # fmt: skip
-    env = {**os.environ, "FFBENCH_MODE": mode, "FFBENCH_SITE": SITE_ID}
-    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=duration + 120)
-    for line in out.stdout.splitlines():
-        if line.startswith("FFBENCH "):
-            return dict(json.loads(line.removeprefix("FFBENCH ")))
-    raise BenchError(f"wrk failed (exit {out.returncode}):\n{out.stdout}{out.stderr}")
-
-
 class Watermarks:
     """Sum of the events topic's high watermarks: how many events were ever produced."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        from confluent_kafka import Consumer, TopicPartition
-
         topic = env.get("FOOTFALL_EVENTS_TOPIC", "events")
         self.consumer = Consumer({"bootstrap.servers": env["KAFKA_BOOTSTRAP_SERVERS"], "group.id": "footfall-bench"})
         partitions = self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
@@ -139,16 +118,24 @@ class Bench:
         }
         for server in self.servers.values():
             cleanup.callback(server.stop)
-            server.start(lambda s=server: answers_empty(s.url))
+            empty = urllib.request.Request(f"{server.url}/bench/empty", headers={"X-Forwarded-Proto": "https"})
+            server.start(lambda r=empty: bool(urllib.request.urlopen(r, timeout=2).status == 204))
         self.marks = Watermarks(env)
         cleanup.callback(self.marks.consumer.close)
-        self.cpus = "CPUs shared by servers, wrk and stack"
-        if self.split is not None:
-            self.cpus = f"servers on CPU {sorted(self.split[0])}, wrk and stack on CPU {sorted(self.split[1])}"
+        split = self.split and f"servers on CPU {sorted(self.split[0])}, wrk and stack on CPU {sorted(self.split[1])}"
+        self.cpus = split or "CPUs shared by servers, wrk and stack"
 
     def wrk(self, var: Variant, duration: float, check: bool = False) -> dict[str, Any]:
-        args = self.args
-        run = run_wrk(self.servers[var.server].url + var.path, var.mode, args.connections, duration)
+        """One wrk run (2 threads) with ``bench/wrk_collector.lua``; the summary its done() prints."""
+        argv = [harness.tool("wrk"), "-t2", f"-c{self.args.connections}", f"-d{duration:g}s", "--latency",
+                "--timeout", "10s", "-s", str(Path(__file__).with_name("wrk_collector.lua")),
+                self.servers[var.server].url + var.path]  # fmt: skip
+        env = {**os.environ, "FFBENCH_MODE": var.mode, "FFBENCH_SITE": SITE_ID}
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=duration + 120)
+        lines = [line.removeprefix("FFBENCH ") for line in out.stdout.splitlines() if line.startswith("FFBENCH ")]
+        if not lines:
+            raise BenchError(f"wrk failed (exit {out.returncode}):\n{out.stdout}{out.stderr}")
+        run = dict(json.loads(lines[0]))
         if check and any(not 200 <= int(code) < 300 for code in run["statuses"]):
             raise BenchError(f"warm-up of {var.key} answered {run['statuses']}")
         return run
@@ -198,7 +185,6 @@ class Bench:
         return runs
 
 
-# --- the report (pure) -----------------------------------------------------------------------------
 def kafka_check(produced: int, expected: int, tracked: bool, slack: int) -> str:
     """Whether the events on Kafka match the 2xx answers wrk counted. wrk stops counting at the
     deadline while up to one request per connection is still being served, so a tracked
@@ -275,9 +261,8 @@ def print_table(doc: Mapping) -> None:
         print(f"{key:<10} {v['median_rps']:6.0f}  {rounds:<18} {v['median_p50_ms']:6.1f} {v['median_p99_ms']:6.1f} "
               f"{v['non_2xx']:7d} {v['median_server_cpu_ms_per_req']:10.3f}  {v['events_produced']} / "
               f"{v['events_expected']}: {v['kafka_check']}")  # fmt: skip
-    print(
-        f"\n{'ratio':<13} {'of req/s':<22} {'median':>6} {'goal':>5}  result  {'per round':<32} of medians  CPU ratio"
-    )
+    print(f"\n{'ratio':<13} {'of req/s':<22} {'median':>6} {'goal':>5}  result  {'per round':<32} "
+          "of medians  CPU ratio")  # fmt: skip
     for name, r in doc["ratios"].items():
         rounds = " ".join(f"{v:.3f}" for v in r["per_round"])
         cpu = "-" if r["server_cpu_ratio"] is None else f"{r['server_cpu_ratio']:.3f}"
@@ -291,7 +276,6 @@ def print_table(doc: Mapping) -> None:
     print(f"\nbenchmark FAILED: {'; '.join(doc['failures'])}" if doc["failures"] else "\nbenchmark completed")
 
 
-# --- --instructions: callgrind ---------------------------------------------------------------------
 CHILD_FLAG = "--in-callgrind"
 # The threads a page view costs; the others (librdkafka's, the sink's, the waiter's) follow the clock.
 COUNTED = ("request", "footfall-tracker")
@@ -307,8 +291,7 @@ REFERRERS = ("https://www.google.com/", "", "https://x.com/")
 CLIENTS = ("81.2.69.142", "89.160.20.112", "216.160.83.56", "2a02:cf40::1")
 
 
-@dataclass(frozen=True)
-class Dump:
+class Dump(NamedTuple):
     """One callgrind dump file: the phase it closes, the thread, its instruction count."""
 
     label: str
@@ -440,7 +423,7 @@ def child(requests: int, rounds: int, out: Path) -> None:
 
 def instructions(requests: int, rounds: int, env: dict[str, str], workdir: Path) -> dict[str, Any]:
     """Run the child under callgrind; print the table; the result document."""
-    argv = [harness.debian_tool("valgrind"), "--tool=callgrind", "--separate-threads=yes", "--dump-line=no",
+    argv = [harness.tool("valgrind"), "--tool=callgrind", "--separate-threads=yes", "--dump-line=no",
             f"--callgrind-out-file={workdir}/callgrind.%p", PYTHON, "-m", "bench.collector_bench",
             CHILD_FLAG, str(workdir), "--requests", str(requests), "-r", str(rounds)]  # fmt: skip
     print(f"running under callgrind ({rounds} rounds of {requests} page views per variant)", flush=True)
@@ -487,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.instructions:
             env, _ = harness.use_stack(args.stack, workdir, cleanup, ("redis", "kafka"))
             return instructions(args.requests, args.rounds, env, workdir)
-        harness.debian_tool("wrk")  # fail (or install it) before starting anything
+        harness.tool("wrk")  # fail before starting anything
         bench = Bench(args, workdir, cleanup)
         runs = bench.run()
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)

@@ -1,6 +1,5 @@
 """What the benchmarks share: a stack started through ``python -m deploy.local.stack``, gunicorn
-servers (each in its own session, stopped by process group), CPU time from /proc, JSON output.
-"""
+servers (each in its own session, stopped by process group), CPU time from /proc, JSON output."""
 
 from __future__ import annotations
 
@@ -28,9 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 OUT = REPO / "artifacts" / "bench"
 TICK = os.sysconf("SC_CLK_TCK")
-# A private broker lives minutes, and its C2 compiler ran in waves all through the rounds,
-# slowing the servers beside it; a long-running broker has finished compiling, so C1 only is
-# closer to production. FOOTFALL_BENCH_BROKER_JVM overrides (empty: the JVM's default).
+# A private broker lives minutes, its C2 compiler ran in waves all through the rounds, slowing the servers
+# beside it; C1 only is closer to a long-running broker. FOOTFALL_BENCH_BROKER_JVM overrides ("": default).
 PRIVATE_BROKER_JVM = "-XX:TieredStopAtLevel=1"
 OWN_PORTS = {"KAFKA": 39092, "REDIS": 36379}  # apart from the demo's (1xxxx) and test.sh's (2xxxx)
 
@@ -39,23 +37,16 @@ class BenchError(RuntimeError):
     """The benchmark itself failed (a server did not start, a tool is missing, ...)."""
 
 
-def debian_tool(name: str) -> str:
-    """Path of the program ``name``, installing Debian's package when missing and running as root."""
-    if (path := shutil.which(name)) is None and shutil.which("apt-get") and os.geteuid() == 0:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", name], check=True, env=env)
-        path = shutil.which(name)
-    if path is None:
-        raise BenchError(f"{name} is not installed: apt-get install -y {name}")
-    return path
+def tool(name: str) -> str:
+    """Path of the program ``name``; BenchError when it is not installed."""
+    if path := shutil.which(name):
+        return path
+    raise BenchError(f"{name} is not installed: apt-get install -y {name}")
 
 
 def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack, services: tuple[str, ...]) -> tuple[dict, str]:
-    """(environment, description) of a stack. ``env``: the running stack the environment names
-    (``KAFKA_BOOTSTRAP_SERVERS``...); ``own``: ``services`` started by the stack's CLI in
-    ``workdir`` on the bench's own ports, stopped at the end; ``auto``: ``env`` when
-    ``KAFKA_BOOTSTRAP_SERVERS`` is set."""
+    """(environment, description) of a stack. ``env``: the running one the environment names; ``own``:
+    ``services`` started by the stack's CLI in ``workdir`` on the bench's ports; ``auto``: ``env`` if named."""
     if mode == "env" or (mode == "auto" and os.environ.get("KAFKA_BOOTSTRAP_SERVERS")):
         return dict(os.environ), f"env (Kafka {os.environ.get('KAFKA_BOOTSTRAP_SERVERS')})"
     stack_env = {**os.environ, "FOOTFALL_STATE_DIR": str(workdir / "stack")}
@@ -195,12 +186,6 @@ def machine() -> dict[str, Any]:
             "loadavg": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
 
 
-def write_json(doc: Mapping[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    print(f"JSON: {path}")
-
-
 def run_main(run: Callable[[contextlib.ExitStack], dict[str, Any]], show: Callable[[dict[str, Any]], None], out: Path,
              errors: tuple[type[Exception], ...] = ()) -> int:  # fmt: skip
     """Run a bench with a cleanup stack for what it starts, print and write its result; exit status 1
@@ -222,5 +207,7 @@ def run_main(run: Callable[[contextlib.ExitStack], dict[str, Any]], show: Callab
         print("interrupted; what the bench started is stopped", file=sys.stderr)
         return 130
     show(doc)
-    write_json(doc, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(f"JSON: {out}")
     return 0 if doc.get("ok", True) else 1
