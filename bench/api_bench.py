@@ -4,11 +4,7 @@ raw store query time of the same work measured in the same run.
     eval "$(python -m deploy.local.stack env)"   # a running stack with Redis and Mongo
     python -m bench.api_bench [--clients 24] [--duration 180] [--days 90] [--events 300000] ...
 
-A fresh site gets settled days in Mongo (``load_day``) and recent page views in Redis
-(``CounterStore.apply``); gunicorn serves ``footfall.wsgi`` to ``--clients`` threads picking
-endpoints of :data:`MIX` by weight; raw is the same ``QueryService`` call in-process, uncached.
-Goals: p95 <= 100 ms (realtime), <= 300 ms (history), <= 3 x raw p95. See bench/README.md.
-"""
+Goals: p95 <= 100 ms (realtime), <= 300 ms (history), <= 3 x raw p95. See bench/README.md."""
 
 from __future__ import annotations
 
@@ -55,7 +51,6 @@ TZ = "Europe/Berlin"
 DAILY_PAGEVIEWS, TIMEOUT, RAW_BUDGET_S = 150_000, 120, 60.0
 
 
-# --- the site's vocabulary (pure, seeded) ------------------------------------------------------
 def zipf(n: int, s: float) -> list[float]:
     weights = [1.0 / (i + 1) ** s for i in range(n)]
     return [w / sum(weights) for w in weights]
@@ -123,7 +118,6 @@ class Vocabulary:
                           ref_urls, pair_min)  # fmt: skip
 
 
-# --- settled days in Mongo -----------------------------------------------------------------------
 def day_documents(site: str, day: dt.date, vocab: Vocabulary, seed: int) -> DayDocuments:
     """One settled day, shaped like the Spark rollup's output (``spark_jobs/rollup.py``)."""
     rng, tz = random.Random(f"{seed}:{site}:{day}"), ZoneInfo(TZ)
@@ -190,7 +184,6 @@ def day_documents(site: str, day: dt.date, vocab: Vocabulary, seed: int) -> DayD
     return DayDocuments(site, day.isoformat(), daily, hourly, rows, run)
 
 
-# --- recent minutes in Redis ---------------------------------------------------------------------
 def realtime_events(site: str, start_ms: int, end_ms: int, n: int, vocab: Vocabulary, seed: int) -> Iterator[Event]:
     """``n`` page views over ``[start_ms, end_ms)``, in time order, shaped by the local hour."""
     rng, pages, refs = random.Random(f"{seed}:{site}:realtime"), vocab.pages, vocab.refs
@@ -238,7 +231,6 @@ def seed(args: argparse.Namespace, db: Any, store: CounterStore, site: str, days
     return seeding
 
 
-# --- the endpoints and the mix: each call as its view in api/views.py makes it -------------------
 Call = Callable[[QueryService, SiteInfo, dict[str, str]], object]
 
 
@@ -330,7 +322,6 @@ def raw_round(svc: QueryService, site: SiteInfo, plans: list[tuple[Endpoint, lis
                 spent[endpoint.name] = spent.get(endpoint.name, 0.0) + elapsed
 
 
-# --- the server and the clients ----------------------------------------------------------------------
 ISSUE_KEYS = """
 from collector.models import ApiKey, Site
 site = Site.objects.get(site_id={site!r})
