@@ -33,7 +33,7 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from collector.models import ApiKey
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 
 KEY_CACHE_TTL_S = 5.0
 _verified: TTLCache[bytes, ApiKey] = TTLCache(maxsize=10_000, ttl=KEY_CACHE_TTL_S)

@@ -15,9 +15,9 @@ from django.http import HttpRequest
 
 from api.query.service import SiteInfo
 from collector.models import Site
-from collector.runtime import footfall_config
 from dashboard import messages
 from dashboard.models import ShareLink, SiteAccess
+from footfall.config import footfall_config
 
 ENVIRON_KEY = "footfall.dashboard.access"
 SESSION_SHARES = "footfall_share_links"  # ids of share links opened in this session

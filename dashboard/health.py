@@ -12,10 +12,10 @@ from dash import Dash, Input, Output, no_update
 from pymongo import DESCENDING
 
 from api.query.runtime import get_service
-from collector.runtime import footfall_config
 from dashboard import figures, messages, tables
 from dashboard.access import current
 from dashboard.layout import HEALTH_REFRESH_MS
+from footfall.config import footfall_config
 from historical.archiver import GROUP as ARCHIVER_GROUP
 from historical.store import RECONCILIATION, RUNS
 from realtime.health import consumer_lag, realtime_health

@@ -24,7 +24,8 @@ import redis
 from celery import shared_task
 from pymongo.errors import PyMongoError
 
-from collector.runtime import footfall_config, get_sink
+from collector.runtime import get_sink
+from footfall.config import footfall_config
 from historical.archive import Archive
 from historical.lease import Lease
 from historical.rollups import RollupFailed, run_rollup, site_zones

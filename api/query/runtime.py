@@ -6,7 +6,7 @@ from functools import cache
 
 from api.query.service import QueryService
 from api.query.settled_cache import SettledCache
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from historical.store import connect
 from realtime.queries import RealtimeQueries
 from realtime.runtime import get_store
