@@ -23,7 +23,7 @@ from api.query import params as p
 from api.query.runtime import get_service
 from api.query.service import SiteInfo
 from api.renderers import CsvRenderer
-from collector.models import ApiKey
+from footfall.models import ApiKey
 from realtime.queries import QueryError
 
 

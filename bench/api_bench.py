@@ -570,7 +570,7 @@ def manage(env: Mapping[str, str], *argv: str) -> str:
 
 
 ISSUE_KEYS = """
-from collector.models import ApiKey, Site
+from footfall.models import ApiKey, Site
 site = Site.objects.get(site_id={site!r})
 for i in range({n}):
     print("KEY", ApiKey.issue(site, f"api-bench-{{i}}", ["read"])[1])

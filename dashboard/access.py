@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from django.http import HttpRequest
 
 from api.query.service import SiteInfo
-from collector.models import Site
 from dashboard import messages
 from dashboard.models import ShareLink, SiteAccess
 from footfall.config import footfall_config
+from footfall.models import Site
 
 ENVIRON_KEY = "footfall.dashboard.access"
 SESSION_SHARES = "footfall_share_links"  # ids of share links opened in this session

@@ -28,8 +28,8 @@ from django.test import Client
 
 import collector.runtime
 from collector.ingest import Ingestor
-from collector.models import Site
 from footfall.config import Config
+from footfall.models import Site
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool
 from historical.archive import Archive

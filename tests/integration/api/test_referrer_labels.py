@@ -19,9 +19,9 @@ from pyspark.sql import SparkSession
 
 from api.query.params import Range
 from api.query.service import QueryService, SiteInfo
-from collector.models import Site
 from collector.runtime import get_ingestor
 from footfall.config import Config
+from footfall.models import Site
 from footfall_capture.events import decode
 from historical.buckets import local_midnight
 from historical.store import connect

@@ -24,9 +24,9 @@ import msgspec
 import pymongo
 import pytest
 
-from collector.models import Site
 from footfall.config import Config
 from footfall.demo import DemoTraffic
+from footfall.models import Site
 from footfall_capture.events import Event, UserAgent
 from historical.archive import Archive, read_event_ids
 from historical.archiver import build_archiver
