@@ -1,7 +1,7 @@
 """API authentication, site isolation and per-key rate limits.
 
 ``Authorization: Bearer <key>``: keys belong to one site, are stored hashed
-(:class:`collector.models.ApiKey`), compared in constant time, carry scopes and can be
+(:class:`footfall.models.ApiKey`), compared in constant time, carry scopes and can be
 revoked. A key reading another site's data gets 404 — the same answer as for a site that
 does not exist, so keys cannot probe which sites exist.
 
@@ -31,8 +31,8 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from collector.models import ApiKey
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
+from footfall.models import ApiKey
 
 KEY_CACHE_TTL_S = 5.0
 _verified: TTLCache[bytes, ApiKey] = TTLCache(maxsize=10_000, ttl=KEY_CACHE_TTL_S)

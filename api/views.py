@@ -19,8 +19,8 @@ from rest_framework.views import APIView
 from api import serializers as s
 from api.auth import ApiKeyAuthentication, ApiKeyRateThrottle, SiteReadAccess
 from api.renderers import CsvRenderer
-from collector.models import ApiKey
 from footfall import vocabulary as v
+from footfall.models import ApiKey
 from footfall.vocabulary import QueryError
 from query import params as p
 from query.health import check_all

@@ -323,7 +323,7 @@ def raw_round(svc: QueryService, site: SiteInfo, plans: list[tuple[Endpoint, lis
 
 
 ISSUE_KEYS = """
-from collector.models import ApiKey, Site
+from footfall.models import ApiKey, Site
 site = Site.objects.get(site_id={site!r})
 for i in range({n}):
     print("KEY", ApiKey.issue(site, f"api-bench-{{i}}", ["read"])[1])

@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from collector.models import Site
+from footfall.models import Site
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from collector.runtime import footfall_config, get_sink
+from collector.runtime import get_sink
+from footfall.config import footfall_config
 
 
 @shared_task(acks_late=True)

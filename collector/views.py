@@ -30,8 +30,9 @@ from collector.beacon import (
     parse_query,
 )
 from collector.ingest import Accepted, Rejected, RequestFacts
-from collector.models import ApiKey
-from collector.runtime import footfall_config, get_ingestor
+from collector.runtime import get_ingestor
+from footfall.config import footfall_config
+from footfall.models import ApiKey
 from footfall_capture.enrich.addresses import client_ip
 
 MAX_BATCH = 1000

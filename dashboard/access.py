@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 from django.http import HttpRequest
 
-from collector.models import Site
-from collector.runtime import footfall_config
 from dashboard import messages
 from dashboard.models import ShareLink, SiteAccess
+from footfall.config import footfall_config
+from footfall.models import Site
 from query.service import SiteInfo
 
 ENVIRON_KEY = "footfall.dashboard.access"

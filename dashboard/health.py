@@ -8,10 +8,10 @@ from zoneinfo import ZoneInfo
 
 from dash import Dash, Input, Output, no_update
 
-from collector.runtime import footfall_config
 from dashboard import figures, messages, tables
 from dashboard.access import current
 from dashboard.layout import HEALTH_REFRESH_MS
+from footfall.config import footfall_config
 from query.runtime import get_health, get_service
 
 DAYS_SHOWN = 14

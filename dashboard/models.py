@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone as dj_timezone
 
-from collector.models import Site
 from footfall import tokens
+from footfall.models import Site
 
 TOKEN_KIND = "fs"  # noqa: S105 - share links read fs_<prefix>_<random> (footfall.tokens), not a secret
 

@@ -7,18 +7,22 @@ was expected, so a typo fails loudly at boot instead of at 3 a.m. on the first r
 
 :func:`load_config` is pure (it takes the environment as a mapping), so it is unit-tested
 without touching ``os.environ``. Django's ``settings.py``, the Celery app, the workers and
-the local stack all read the same :class:`Config`.
+the local stack all read the same :class:`Config`; code running under Django gets it from
+:func:`footfall_config`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import dj_database_url
+from django.conf import settings
 
 from footfall_capture.kafka import KafkaSettings
 
@@ -147,6 +151,16 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         # (measured ~0.6 KB a document, ~0.2 KB a value: the default holds ~120 MB at most).
         api_cache_items=_int(env, "FOOTFALL_API_CACHE_ITEMS", 200_000, low=0, high=100_000_000),
     )
+
+
+@cache
+def footfall_config() -> Config:
+    """Footfall's own settings object, or the same configuration read from the environment
+    when the settings module did not build one."""
+    cfg = getattr(settings, "FOOTFALL", None)
+    if isinstance(cfg, Config):
+        return cfg
+    return load_config(os.environ, Path(getattr(settings, "BASE_DIR", Path.cwd())))
 
 
 def default_data_dir(env: Mapping[str, str], base_dir: Path | None) -> Path:

@@ -39,7 +39,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    # Labelled footfall_<folder> (see each apps.py).
+    # Labelled footfall_<folder> (see each apps.py); footfall itself is footfall_core.
+    "footfall",
     "collector",
     "realtime",
     "archive",

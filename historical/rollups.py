@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collector.models import Site
 from footfall.config import Config
+from footfall.models import Site
 from historical.signals import rollup_finished
 from historical.store import connect, has_clock_change, legacy_hour_days
 

@@ -23,7 +23,7 @@ from celery import shared_task
 from pymongo.errors import PyMongoError
 
 from archive.store import Archive
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from historical.lease import Lease
 from historical.rollups import RollupFailed, run_rollup, site_zones
 from historical.store import connect

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from historical.store import connect
 from query.health import PipelineHealth
 from query.realtime import RealtimeQueries

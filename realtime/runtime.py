@@ -6,7 +6,7 @@ from functools import cache
 
 import redis
 
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 

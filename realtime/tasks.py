@@ -7,7 +7,7 @@ import time
 
 from celery import shared_task
 
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from realtime.health import realtime_health, record
 from realtime.runtime import GROUP, get_store
 

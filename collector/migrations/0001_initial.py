@@ -2,7 +2,7 @@
 # (footfall/legacy_labels.py), which takes over those of a database migrated under the old
 # label "collector".
 
-import collector.models
+import footfall.models
 import django.core.validators
 import django.db.models.deletion
 import django.utils.timezone
@@ -26,9 +26,9 @@ class Migration(migrations.Migration):
             fields=[
                 ('site_id', models.CharField(max_length=64, primary_key=True, serialize=False, validators=[django.core.validators.RegexValidator('^[a-z0-9][a-z0-9_\\-]{0,63}$', "lower-case letters, digits, '-' and '_'")])),
                 ('name', models.CharField(max_length=200)),
-                ('domains', models.JSONField(default=list, help_text="The site's host names; referrers from them count as internal.", validators=[collector.models.validate_host_list])),
-                ('allowed_origins', models.JSONField(blank=True, default=list, help_text='Origins allowed to send beacons; empty means https:// and http:// of each domain.', validators=[collector.models.validate_origin_list])),
-                ('timezone', models.CharField(default='UTC', max_length=64, validators=[collector.models.validate_timezone])),
+                ('domains', models.JSONField(default=list, help_text="The site's host names; referrers from them count as internal.", validators=[footfall.models.validate_host_list])),
+                ('allowed_origins', models.JSONField(blank=True, default=list, help_text='Origins allowed to send beacons; empty means https:// and http:// of each domain.', validators=[footfall.models.validate_origin_list])),
+                ('timezone', models.CharField(default='UTC', max_length=64, validators=[footfall.models.validate_timezone])),
                 ('salt_policy', models.CharField(choices=[('daily', 'daily'), ('daily_site_tz', 'daily_site_tz')], default='daily', help_text="daily: visitor ids rotate at midnight UTC; daily_site_tz: at midnight in the site's time zone.", max_length=20)),
                 ('respect_dnt', models.BooleanField(default=True, help_text='Drop events from browsers sending DNT or Sec-GPC.')),
                 ('drop_bots', models.BooleanField(default=False, help_text='Drop crawler traffic instead of recording it flagged.')),

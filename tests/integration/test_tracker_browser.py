@@ -30,10 +30,10 @@ from confluent_kafka import Consumer, TopicPartition
 from playwright.sync_api import Browser, BrowserContext, Page, Request
 from pytest_django.live_server_helper import LiveServer
 
-from collector.models import Site
 from collector.runtime import get_ingestor
 from footfall.config import Config
 from footfall.kafka_client import consumer_config
+from footfall.models import Site
 from footfall_capture.events import Event, InvalidEvent, decode
 from tests.integration.chromium import chromium
 

@@ -29,8 +29,8 @@ from django.test import Client
 import collector.runtime
 from archive.store import Archive
 from collector.ingest import Ingestor
-from collector.models import Site
 from footfall.config import Config
+from footfall.models import Site
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool
 from tests.reliability.conftest import REPO, Results, Row, size

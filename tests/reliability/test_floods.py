@@ -23,8 +23,8 @@ from django.test import Client
 import collector.runtime
 from collector.beacon import MAX_BODY_BYTES
 from collector.ingest import Ingestor
-from collector.models import Site
 from footfall.config import Config
+from footfall.models import Site
 from footfall_capture.events import decode
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool, _read_frames

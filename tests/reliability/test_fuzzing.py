@@ -38,9 +38,9 @@ from hypothesis import strategies as st
 
 import collector.runtime
 from collector.ingest import Ingestor
-from collector.models import Site
 from footfall.config import Config
 from footfall.demo import DemoTraffic
+from footfall.models import Site
 from footfall.wsgi import application
 from footfall_capture.enrich.pipeline import Drop, SiteContext, enrich
 from footfall_capture.enrich.steps import DEFAULT_STEPS

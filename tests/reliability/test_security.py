@@ -39,8 +39,8 @@ from django.test import Client
 import collector.runtime
 from archive.store import Archive
 from collector.ingest import Ingestor
-from collector.models import ApiKey
 from footfall.config import Config
+from footfall.models import ApiKey
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool, _read_frames
 from historical.rollups import REPO, run_rollup

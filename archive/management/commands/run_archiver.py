@@ -7,7 +7,7 @@ from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandParser
 
 from archive.archiver import GROUP, build_archiver
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from footfall.supervise import Processor, add_consumer_arguments, consumer_options, run_until_stopped
 
 

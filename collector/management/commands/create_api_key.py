@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from collector.models import SCOPES, ApiKey, Site
+from footfall.models import SCOPES, ApiKey, Site
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from collector.models import Site
+from footfall.models import Site
 from footfall_capture.salts import SALT_POLICIES
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from collector.runtime import footfall_config, get_sink
+from collector.runtime import get_sink
+from footfall.config import footfall_config
 
 
 class Command(BaseCommand):

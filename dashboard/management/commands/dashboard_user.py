@@ -14,8 +14,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from collector.models import Site
 from dashboard.models import SiteAccess
+from footfall.models import Site
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from collector.models import Site
 from dashboard.models import ShareLink
+from footfall.models import Site
 
 
 class Command(BaseCommand):

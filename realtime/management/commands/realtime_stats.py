@@ -11,7 +11,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from realtime.health import realtime_health, record
 from realtime.runtime import GROUP, get_store
 

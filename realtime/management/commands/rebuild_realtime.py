@@ -8,7 +8,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from realtime.rebuild import rebuild
 from realtime.runtime import get_store
 

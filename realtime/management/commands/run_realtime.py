@@ -12,7 +12,7 @@ from arroyo.errors import ConsumerError
 from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandParser
 
-from collector.runtime import footfall_config
+from footfall.config import footfall_config
 from footfall.supervise import Processor, add_consumer_arguments, consumer_options, run_until_stopped
 from realtime.consumer import RECENT_IDS, build_processor
 from realtime.runtime import GROUP, get_store

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 from django.test import Client
 
-from collector.models import ApiKey, Site
+from footfall.models import ApiKey, Site
 
 
 @dataclass

@@ -12,8 +12,8 @@ from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
 import api.auth
-from collector.models import ApiKey
 from footfall.config import Config
+from footfall.models import ApiKey
 from historical.store import BREAKDOWNS, RUNS, connect
 from tests.integration.api.conftest import SiteKey, make_site
 

@@ -17,9 +17,9 @@ import redis
 from django.test import Client
 from pyspark.sql import SparkSession
 
-from collector.models import Site
 from collector.runtime import get_ingestor
 from footfall.config import Config
+from footfall.models import Site
 from footfall_capture.events import decode
 from historical.buckets import local_midnight
 from historical.store import connect

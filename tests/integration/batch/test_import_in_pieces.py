@@ -21,8 +21,8 @@ from django.core.management import call_command
 
 import collector.runtime
 from collector.ingest import Ingestor
-from collector.models import Site
 from footfall.config import Config
+from footfall.models import Site
 from footfall_capture.salts import KEY, SaltStore
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool

@@ -18,8 +18,8 @@ import pymongo
 import pytest
 from django.core.management import call_command
 
-from collector.models import Site
 from footfall.config import Config
+from footfall.models import Site
 from historical.store import HOURLY
 from tests.integration.api.test_clock_change_days import archive, day_events
 

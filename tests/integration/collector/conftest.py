@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from collector.models import Site
 from collector.runtime import get_ingestor
 from footfall.config import Config
+from footfall.models import Site
 from tests.integration.kafka_tail import TopicTail
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from collector.middleware import BeaconMiddleware
-from collector.models import Site
+from footfall.models import Site
 from footfall_capture.events import decode
 from tests.integration.kafka_tail import TopicTail
 

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from django.test import Client
 
-from collector.models import ApiKey, Site
+from footfall.models import ApiKey, Site
 from footfall_capture.events import decode
 from tests.integration.kafka_tail import TopicTail
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from collector.models import Site
+from footfall.models import Site
 from footfall_capture.events import decode
 from tests.integration.kafka_tail import TopicTail
 

@@ -12,8 +12,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.test import RequestFactory
 
-from collector.models import Site
 from footfall.config import Config
+from footfall.models import Site
 from footfall_capture.enrich.geo import geolocate
 from footfall_capture.enrich.steps import DEFAULT_STEPS
 from footfall_capture.events import decode

@@ -20,8 +20,8 @@ from django.test import Client
 
 import collector.runtime
 from collector.ingest import Ingestor
-from collector.models import Site
 from footfall.config import Config
+from footfall.models import Site
 from footfall_capture.events import decode
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool

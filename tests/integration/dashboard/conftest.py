@@ -29,10 +29,10 @@ from playwright.sync_api import Browser, BrowserContext, Locator, Page
 from playwright.sync_api import Error as PlaywrightError
 from pytest_django.live_server_helper import LiveServer
 
-from collector.models import ApiKey, Site
 from dashboard.models import ShareLink, SiteAccess
 from dashboard.tables import VALUE_TITLES
 from footfall.config import Config
+from footfall.models import ApiKey, Site
 from footfall_capture.events import Event
 from historical.store import connect
 from tests.integration.chromium import chromium

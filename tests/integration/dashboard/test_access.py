@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from collector.models import Site
 from dashboard.live import OUTPUTS
 from dashboard.models import ShareLink, SiteAccess
+from footfall.models import Site
 
 PASSWORD = "correct horse battery staple 42"
 

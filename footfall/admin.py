@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from collector.models import ApiKey, Site
+from footfall.models import ApiKey, Site
 
 
 @admin.register(Site)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collector.models import ApiKey, Site
+from footfall.models import ApiKey, Site
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,8 @@
-"""Sites that may send events, and their API keys (stored hashed, shown once)."""
+"""Sites that may send events, and their API keys (stored hashed, shown once).
+
+The collector, the API, the dashboard and the rollups all read these, so they live in the
+core app (label ``footfall_core``) rather than in any one of them.
+"""
 
 from __future__ import annotations
 
