@@ -29,6 +29,10 @@ eval "$("$py" -m deploy.local.stack env)"
 echo "services up in $(( $(date +%s) - started ))s"
 
 "$py" -m ruff check .
+# The architecture's import contracts (pyproject.toml [tool.importlinter]) and repeated code.
+"$venv/bin/lint-imports"
+"$py" -m pylint --score=n footfall collector realtime historical archive spark_jobs query api dashboard \
+  host/footfall_capture deploy
 "$py" manage.py check
 # The static files WhiteNoise serves to the tests' live servers (admin, Swagger UI).
 "$py" manage.py collectstatic --noinput -v0
