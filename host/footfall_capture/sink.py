@@ -1,6 +1,6 @@
 """Where accepted events go: Kafka when it takes them, the durable spool when it cannot.
 
-One :class:`KafkaSink` per process (:func:`get_sink`). Its confluent-kafka producer is
+One :class:`KafkaSink` per process (:func:`shared_sink`; the server's ``get_sink``). Its confluent-kafka producer is
 created lazily in the process that uses it — a producer created before a fork (gunicorn
 ``--preload``, Celery prefork) silently never delivers — and is idempotent with
 ``acks=all``. A background thread polls delivery reports, so ``produce`` never fills the
