@@ -1,9 +1,9 @@
-"""Accept one beacon: site check, rate limit, enrichment, delivery. Shared by every entry point.
+"""The server's side of ingestion: site check, rate limit and salt, then :func:`~footfall_capture.accept.accept`.
 
 The beacon endpoint, the pixel, the server-side batch API and the historical importer all
-call :meth:`Ingestor.ingest`; the middleware builds its events itself and uses the same
-enrichment steps and sink. Errors are :class:`Rejected` with the HTTP status and a stable
-reason code, so every entry point reports them the same way.
+call :meth:`Ingestor.ingest`, which hands the draft to the same ``accept`` step the host
+middleware uses. Errors are :class:`Rejected` with the HTTP status and a stable reason
+code, so every entry point reports them the same way.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from collector.beacon import BadBeacon, Beacon, to_draft
 from collector.ratelimit import RateLimiter
 from collector.sites import SiteInfo, SiteRegistry
 from footfall.config import Config
-from footfall_capture.enrich.pipeline import Drop, SiteContext, Step, enrich
-from footfall_capture.enrich.steps import DEFAULT_STEPS, warm_up
-from footfall_capture.events import InvalidEvent, decode, encode
+from footfall_capture.accept import Accepted, accept
+from footfall_capture.enrich.pipeline import SiteContext
+from footfall_capture.enrich.steps import warm_up
+from footfall_capture.events import InvalidEvent
 from footfall_capture.salts import SaltStore, SaltUnavailable, salt_day
-from footfall_capture.sink import KafkaSink, SinkUnavailable, event_key
+from footfall_capture.sink import KafkaSink, SinkUnavailable
 
 
 class Rejected(Exception):
@@ -46,13 +47,6 @@ class RequestFacts:
     origin: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    status: str  # "queued" | "spooled" | "ignored"
-    event_id: str
-    reason: str | None = None  # why an ignored event was dropped
-
-
 class Ingestor:
     """Everything the collection endpoints need, built once per process."""
 
@@ -63,7 +57,6 @@ class Ingestor:
         sites: SiteRegistry | None = None,
         salts: SaltStore | None = None,
         limiter: RateLimiter | None = None,
-        steps: tuple[Step, ...] = DEFAULT_STEPS,
     ) -> None:
         self.cfg = cfg
         self.sink = sink
@@ -72,7 +65,6 @@ class Ingestor:
             redis.Redis.from_url(cfg.redis_url, socket_timeout=2), dt.timedelta(milliseconds=cfg.ingest_max_age_ms)
         )
         self.limiter = limiter or RateLimiter(cfg.client_rate, cfg.client_burst)
-        self.steps = steps
         # Built on the first beacon of a process (or at server start by BeaconMiddleware):
         # load the enrichment tables once, now, not a piece in each of the first requests.
         warm_up()
@@ -118,18 +110,8 @@ class Ingestor:
             salt=salt,
         )
         try:
-            event = enrich(draft, ctx, self.steps)
-        except Drop as drop:
-            return Accepted("ignored", draft.event_id, drop.reason.value)
+            return accept(draft, ctx, self.sink)
         except InvalidEvent as exc:  # e.g. a page view whose URL is javascript:… (400, not 500)
             raise BadBeacon(exc.reason, exc.detail) from None
-        try:
-            data = encode(event)
-            decode(data)  # the event must pass the same validation every consumer applies
-        except InvalidEvent as exc:
-            self.sink.send_invalid(encode(event) if exc.reason != "too_large" else b"", exc)
-            raise BadBeacon(exc.reason, exc.detail) from None
-        try:
-            return Accepted(self.sink.send_raw(data, event_key(event)), event.event_id)
         except SinkUnavailable as exc:
             raise Rejected(503, "unavailable", "the event could neither be queued nor spooled") from exc

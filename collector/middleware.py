@@ -60,8 +60,7 @@ class BeaconMiddleware:
                 raise PermissionDenied("Forbidden user agent")
         response = view(request)
         # As CommonMiddleware does. Without it gunicorn frames the answer chunked: its body
-        # and the closing chunk go out as two more TCP segments, which cost the server more
-        # than the view's own validation and enrichment (bench/README.md, sixth round).
+        # and the closing chunk go out as two more TCP segments.
         if not response.streaming and not response.has_header("Content-Length"):
             response.headers["Content-Length"] = str(len(response.content))
         return response

@@ -171,6 +171,11 @@ def validate(event: Event) -> Event:
     return decode(encode(event))
 
 
+def event_key(event: Event) -> bytes:
+    """Partition key: one visitor's events stay on one partition, in order."""
+    return (event.visitor_id or event.event_id).encode()
+
+
 def new_event_id() -> str:
     """A fresh time-ordered event id (UUIDv7, lower-case canonical form)."""
     return str(uuid_utils.uuid7())

@@ -1,6 +1,6 @@
 """Where accepted events go: Kafka when it takes them, the durable spool when it cannot.
 
-One :class:`KafkaSink` per process (:func:`get_sink`). Its confluent-kafka producer is
+One :class:`KafkaSink` per process (:func:`shared_sink`; the server's ``get_sink``). Its confluent-kafka producer is
 created lazily in the process that uses it — a producer created before a fork (gunicorn
 ``--preload``, Celery prefork) silently never delivers — and is idempotent with
 ``acks=all``. A background thread polls delivery reports, so ``produce`` never fills the
@@ -22,11 +22,13 @@ import os
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from footfall_capture.events import Event, InvalidEvent, decode, encode
+from footfall_capture.events import Event, InvalidEvent, decode, encode, event_key
 from footfall_capture.kafka import KafkaSettings, producer_config
+from footfall_capture.settings import CaptureSettings
 from footfall_capture.spool import Spool, SpoolFull
 
 log = logging.getLogger(__name__)
@@ -42,11 +44,6 @@ COLLECTOR_PRODUCER: dict[str, object] = {"linger.ms": 200}
 
 class SinkUnavailable(RuntimeError):
     """Neither Kafka nor the spool could take the event."""
-
-
-def event_key(event: Event) -> bytes:
-    """Partition key: one visitor's events stay on one partition, in order."""
-    return (event.visitor_id or event.event_id).encode()
 
 
 class KafkaSink:
@@ -214,3 +211,19 @@ class KafkaSink:
             self._producer.purge(in_queue=True, in_flight=False)
             self._producer.flush(1.0)
         self.spool.close()
+
+
+_shared: dict[tuple[KafkaSettings, Path, int], KafkaSink] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_sink(capture: CaptureSettings) -> KafkaSink:
+    """The process's sink for a host site's settings: one producer and one spool however many
+    times Django builds the middleware (each test client, each handler)."""
+    key = (capture.kafka, capture.spool_dir, capture.spool_max_bytes)
+    with _shared_lock:
+        sink = _shared.get(key)
+        if sink is None:
+            spool = Spool(capture.spool_dir, capture.spool_max_bytes)
+            sink = _shared[key] = KafkaSink(capture.kafka, spool, **COLLECTOR_PRODUCER)
+    return sink

@@ -13,9 +13,8 @@ frame of a segment and reports it.
 Appends are group-committed: each caller returns only once an fsync that began after its
 record was written has completed, but one fsync serves every record written before it
 started. During a Kafka outage every accepted beacon lands here, and one fsync per record
-under the writer's lock capped a process at 1/fsync-latency events a second (~7,000/s on a
-fast local disk, ~200/s on a disk with 5 ms fsyncs); with group commit the threads that
-arrive while an fsync runs share the next one.
+under the writer's lock capped a process at one event per fsync latency; with group commit
+the threads that arrive while an fsync runs share the next one.
 
 Replay (:meth:`Spool.replay`) hands each record to a callback that must make it durable
 elsewhere (produce to Kafka and wait for delivery) and deletes a segment only when every

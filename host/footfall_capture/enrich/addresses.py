@@ -2,8 +2,7 @@
 
 :func:`parse_ip` accepts exactly what :func:`ipaddress.ip_address` accepts and returns the
 same address object; it is only faster. On CPython 3.11 ``ipaddress`` parses text in pure
-Python (~10 µs for an IPv4 address, ~20 µs for IPv6 on the collector's machines), and a beacon
-used to pay that three times (client address, country, visitor id). The C parser
+Python, and a beacon used to pay that three times (client address, country, visitor id). The C parser
 ``socket.inet_pton`` is strict in the same way (dotted quads only, no leading zeros, no
 ``inet_aton`` shorthand like ``1.2.3``, at most one ``::``), so a string it takes is
 turned into the address from its packed bytes; anything it refuses, such as an IPv6

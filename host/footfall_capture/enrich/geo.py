@@ -10,14 +10,14 @@ read here; :func:`~footfall_capture.enrich.visitor.assign_visitor_id` erases it 
 Database: geoip2fast's data file shipped inside the package (offline, no network). Its
 default file is IPv4-only (IPv6 lookups answer "not found"), so the bundled
 ``geoip2fast-ipv6.dat.gz`` (IPv4 and IPv6) is loaded instead, once, lazily, under a lock
-(~0.2 s and a few tens of MB; call :func:`load_database` at process start to pay it early).
+(slow to load and a few tens of MB; call :func:`load_database` at process start to pay it early).
 geoip2fast keeps the loaded tables in module globals, not on the instance: nothing else in
 the process may construct a ``GeoIP2Fast`` with another file, or it replaces ours.
 
 The address is parsed strictly (:func:`~footfall_capture.enrich.addresses.parse_ip`, ``ipaddress``'s
 rules) before the lookup because geoip2fast's own parser is lenient: it resolves "1.2.3"
 (inet_aton shorthand) to a country and accepts trailing spaces, and it reports IPv4-mapped
-addresses as reserved. Lookups are not memoized on purpose (~2 µs each): a cache keyed by
+addresses as reserved. Lookups are not memoized on purpose: a cache keyed by
 IP would keep raw IPs in memory long after their request, against invariant 5 (which is
 also why "globally routable" is :func:`~footfall_capture.enrich.addresses.is_global`, not the
 stdlib's memoized property).

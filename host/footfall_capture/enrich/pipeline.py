@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import ClassVar
+
+import msgspec
 
 from footfall_capture.enrich.addresses import IPAddress, ParsedIP, parse, parse_ip
 from footfall_capture.events import SCHEMA_VERSION, Event, InvalidEvent, UserAgent, Utm
@@ -53,6 +56,7 @@ class Draft:
     into the :class:`Event`; everything else maps one to one onto event fields.
     """
 
+    schema: ClassVar[int] = SCHEMA_VERSION  # read by to_event, like the fields
     site_id: str
     type: str
     ts: int
@@ -116,42 +120,22 @@ class Draft:
         self._parsed = None
 
     def to_event(self) -> Event:
-        """The finished event (no IP, no raw User-Agent)."""
-        return Event(
-            event_id=self.event_id,
-            site_id=self.site_id,
-            type=self.type,
-            ts=self.ts,
-            received_at=self.received_at,
-            schema=SCHEMA_VERSION,
-            url=self.url,
-            host=self.host,
-            path=self.path,
-            title=self.title,
-            referrer=self.referrer,
-            ref_domain=self.ref_domain,
-            ref_type=self.ref_type,  # type: ignore[arg-type]  # validated by the event decoder
-            utm=self.utm,
-            visitor_id=self.visitor_id,
-            ua=self.ua,
-            country=self.country,
-            method=self.method,
-            status=self.status,
-            duration_ms=self.duration_ms,
-            props=self.props,
-        )
+        """The finished event (no IP, no raw User-Agent), validated against the event schema:
+        raises :class:`~footfall_capture.events.InvalidEvent` (``invalid_field``) if a field
+        breaks it. ``utm`` and ``ua`` are validated where their steps build them."""
+        try:
+            return msgspec.convert(self, Event, from_attributes=True)
+        except msgspec.ValidationError as exc:
+            raise InvalidEvent("invalid_field", str(exc)) from None
 
 
 Step = Callable[[Draft, SiteContext], Draft]
 
 
 def enrich(draft: Draft, ctx: SiteContext, steps: Sequence[Step]) -> Event:
-    """Run ``steps`` in order and return the event; raise :class:`Drop` to drop it, or
-    :class:`~footfall_capture.events.InvalidEvent` if the result breaks the event's own rules (a page
-    view whose URL is not an http(s) URL has none left after canonicalization)."""
+    """Run ``steps`` in order and return the validated event; raise :class:`Drop` to drop it, or
+    :class:`~footfall_capture.events.InvalidEvent` if the result breaks the event schema (e.g. a
+    page view whose URL is not an http(s) URL has none left after canonicalization)."""
     for step in steps:
         draft = step(draft, ctx)
-    try:
-        return draft.to_event()
-    except ValueError as exc:  # raised by Event.__post_init__
-        raise InvalidEvent("invalid_field", str(exc)) from None
+    return draft.to_event()

@@ -232,7 +232,7 @@ def registrable_domain(parts: tldextract.tldextract.ExtractResult) -> str:
 
 @lru_cache(maxsize=1)
 def _extractor() -> tldextract.TLDExtract:
-    """The process's extractor, built on first use (loading the snapshot takes ~30 ms)."""
+    """The process's extractor, built on first use (loading its suffix-list snapshot is slow)."""
     # Offline by construction: no suffix-list URLs (the bundled snapshot is used) and no cache
     # directory (nothing is read from or written to disk besides the package's own data).
     extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)

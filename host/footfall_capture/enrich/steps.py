@@ -30,6 +30,7 @@ from footfall_capture.enrich.referrer import classify_referrer
 from footfall_capture.enrich.urls import canonicalize_url, parse_utm
 from footfall_capture.enrich.useragent import detect_bot, parse_user_agent
 from footfall_capture.enrich.visitor import assign_visitor_id, respect_dnt
+from footfall_capture.events import MIN_TS_MS
 
 DEFAULT_STEPS: Final[tuple[Step, ...]] = (
     respect_dnt,
@@ -45,15 +46,15 @@ DEFAULT_STEPS: Final[tuple[Step, ...]] = (
 
 def warm_up() -> None:
     """Run the default steps once on a made-up page view, so this process loads what they
-    load lazily now rather than inside its first requests: the GeoIP tables (~0.25 s),
-    ua-parser's and crawlerdetect's regexes (~0.25 s and ~0.2 s), tldextract's suffix list
-    (~0.1 s). The collector's entry points call it when they are built (at server start for
-    the middlewares); it is cheap once done. The made-up values are not personal data."""
+    load lazily now rather than inside its first requests: the GeoIP tables, ua-parser's and
+    crawlerdetect's regexes, tldextract's suffix list. The collector's entry points call it
+    when they are built (at server start for the middlewares); it is cheap once done. The
+    made-up values are not personal data."""
     sample = Draft(
         site_id="warm-up",
         type="pageview",
-        ts=0,
-        received_at=0,
+        ts=MIN_TS_MS,
+        received_at=MIN_TS_MS,
         event_id="00000000-0000-7000-8000-000000000000",
         url="https://example.com/warm-up?utm_source=warm-up",
         referrer="https://www.example.org/",

@@ -15,8 +15,8 @@ Contracts:
 
 Cost: a User-Agent is cut to :data:`MAX_UA_LENGTH` characters before any parsing (a crafted
 megabyte header must not cost a regex scan per request), and both verdicts are memoized per
-User-Agent string (bounded LRU): real traffic has few distinct User-Agents, and an uncached
-call costs ~20 µs (ua-parser-rs) and ~200-400 µs (crawlerdetect's one big regex).
+User-Agent string (bounded LRU): real traffic has few distinct User-Agents, and parsing one
+is costly (crawlerdetect runs one big regex over it).
 
 Known limits: iPadOS Safari asks for desktop sites with a Mac User-Agent, so those iPads
 count as desktop; Chrome's reduced User-Agent ("Android 10; K") still tells phones
@@ -132,7 +132,9 @@ def _parsed(ua_string: str) -> UserAgent:
     os_family = None
     if result.os is not None:
         os_family = result.os.family[:_TEXT_MAX] or None
-    return UserAgent(browser=browser, browser_version=version, os=os_family, device=device_class(result, ua_string))
+    device = device_class(result, ua_string)
+    fields = {"browser": browser, "browser_version": version, "os": os_family, "device": device}
+    return msgspec.convert(fields, UserAgent)  # validated: the event is built from it
 
 
 @lru_cache(maxsize=_CACHE_SIZE)

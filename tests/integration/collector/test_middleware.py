@@ -14,8 +14,6 @@ from django.test import RequestFactory
 
 from footfall.config import Config
 from footfall.models import Site
-from footfall_capture.enrich.geo import geolocate
-from footfall_capture.enrich.steps import DEFAULT_STEPS
 from footfall_capture.events import decode
 from footfall_capture.middleware import ClickstreamMiddleware
 from footfall_capture.salts import SaltStore
@@ -73,18 +71,37 @@ def test_pageviews_arrive_and_the_response_is_untouched(settings, site: Site, ev
     assert IP.encode() not in msg.value()
 
 
-def test_the_middlewares_steps_are_the_ones_its_events_go_through(settings, site: Site, events_tail: TopicTail) -> None:
-    """``steps`` (DEFAULT_STEPS unless changed) is what _deliver runs: without geolocation, no country."""
+def test_every_enrichment_step_runs_on_middleware_events(settings, site: Site, events_tail: TopicTail) -> None:
+    """The middleware's events go through the same steps as the collector's: country, agent, visitor."""
     mw = middleware(settings, site)
-    assert mw.steps == DEFAULT_STEPS
-    mw(get("/with"))
-    assert mw.worker.drain(10)  # the job reads mw.steps when it runs, on the tracker thread
-    mw.steps = tuple(step for step in DEFAULT_STEPS if step is not geolocate)
-    mw(get("/without"))
-    events = {e.path: e for e in (decode(m.value()) for m in events_tail.read(of_site(site), 2))}
-    assert events["/with"].country is not None
-    assert events["/without"].country is None
-    assert events["/without"].visitor_id == events["/with"].visitor_id  # the other steps still ran
+    mw(get("/enriched"))
+    [msg] = events_tail.read(of_site(site), 1)
+    event = decode(msg.value())
+    assert (event.country, event.ua.browser, event.ua.device) == ("GB", "Chrome", "desktop")
+    assert event.visitor_id is not None
+
+
+def test_an_invalid_event_goes_to_the_invalid_topic_with_its_reason(
+    settings, site: Site, cfg: Config, events_tail: TopicTail
+) -> None:
+    """A request the event schema refuses (method ``M-SEARCH``) is recorded on the invalid-events
+    topic with its reason, counted as invalid, and never reaches the events topic."""
+    invalid_tail = TopicTail(cfg, cfg.invalid_topic)
+    try:
+        mw = middleware(settings, site, TRACK="requests", EXCLUDE_PATHS=[])
+        mw(RequestFactory().generic("M-SEARCH", "/ssdp", HTTP_HOST="example.com", REMOTE_ADDR=IP))
+        mw(get("/marker"))
+        assert mw.worker.drain(10)
+        [dead] = invalid_tail.read(lambda m: site.site_id.encode() in (m.value() or b""), 1)
+        headers = dict(dead.headers())
+        assert headers["reason"] == b"invalid_field"
+        assert b"method" in headers["detail"]
+        assert mw.worker.stats["invalid_invalid_field"] == 1
+        assert mw.worker.stats["failed"] == 0
+        paths = [decode(m.value()).path for m in events_tail.read(of_site(site), 1, settle=1.0)]
+        assert paths == ["/marker"]
+    finally:
+        invalid_tail.close()
 
 
 def test_only_pages_are_tracked_by_default(settings, site: Site, events_tail: TopicTail) -> None:
@@ -159,7 +176,7 @@ def test_bad_settings_are_a_configuration_error_naming_them(settings, name: str,
 
 
 def test_a_disallowed_host_is_counted_not_raised_nor_sent(settings, site: Site, events_tail: TopicTail) -> None:
-    """Host validation moved to the worker thread: a Host outside ALLOWED_HOSTS still makes
+    """Host validation runs on the worker thread: a Host outside ALLOWED_HOSTS still makes
     no event and never reaches the host app's response."""
     mw = middleware(settings, site)
     assert mw(get("/bad", HTTP_HOST="evil.test")) is PAGE
