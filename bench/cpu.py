@@ -10,12 +10,12 @@ Linux only (which is what the local stack supports).
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 from collections.abc import Mapping
 from pathlib import Path
 
+from deploy.local.checks import StackError
 from deploy.local.services import StackConfig
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -48,13 +48,11 @@ def children_seconds() -> float:
 
 
 def stack_pid(service: str, stack_env: Mapping[str, str]) -> int | None:
-    """The pid of a stack service from its pid file (it leads its own process group)."""
+    """The pid of a stack service, from the stack's supervisord (it leads its own process group)."""
     try:
-        record = json.loads((StackConfig.from_env(stack_env).run_dir / f"{service}.pid").read_text())
-        pid = int(record["pid"])
-    except (OSError, ValueError, KeyError):
+        return StackConfig.from_env(stack_env).supervisor().pid(service)
+    except StackError:
         return None
-    return pid if Path(f"/proc/{pid}").exists() else None
 
 
 class CpuMeter:

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import FrameType
 
 from bench.cpu import group_seconds
-from deploy.local.procs import StackError
+from deploy.local.checks import StackError
 from deploy.local.services import StackConfig
 from footfall.config import load_config
 
