@@ -89,10 +89,6 @@ class StackConfig:
         return cfg
 
     @property
-    def run_dir(self) -> Path:
-        return self.state_dir / "run"
-
-    @property
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
 
