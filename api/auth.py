@@ -7,8 +7,7 @@ does not exist, so keys cannot probe which sites exist.
 
 A verified key is remembered by each web process for :data:`KEY_CACHE_TTL_S` seconds (by the
 SHA-256 of the key, never the key itself), so a request does not pay a database query for
-its key: that query was 0.6-0.9 ms of a 7 ms request. A revocation therefore takes effect
-at once in the process that revokes and within that time everywhere else.
+its key. A revocation therefore takes effect at once in the process that revokes and within that time everywhere else.
 """
 
 from __future__ import annotations

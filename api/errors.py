@@ -9,7 +9,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from realtime.queries import QueryError
+from footfall.vocabulary import QueryError
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

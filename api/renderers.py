@@ -1,27 +1,13 @@
-"""CSV output of time series and breakdowns (``Accept: text/csv`` or ``format=csv``).
-
-Written with the standard library's csv module: the tables are flat and small, and the one
-thing a CSV library would not do for us is the spreadsheet-formula guard below.
-"""
+"""The API's CSV renderer (``Accept: text/csv`` or ``format=csv``)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.renderers import BaseRenderer
 
-# Cells starting with these are formulas to spreadsheet programs; URLs and referrers are
-# attacker-controlled, so such cells are prefixed with a quote (OWASP's CSV injection advice).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _cell(value: object) -> object:
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return "" if value is None else value
+from query.export import to_csv
 
 
 class CsvRenderer(BaseRenderer):
@@ -32,35 +18,4 @@ class CsvRenderer(BaseRenderer):
     def render(
         self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping | None = None
     ) -> bytes:
-        rows = _rows(data)
-        out = io.StringIO()
-        columns = list(dict.fromkeys(k for row in rows for k in row)) or _columns(data)
-        if columns:
-            writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: _cell(row.get(k)) for k in columns})
-        return out.getvalue().encode()
-
-
-def _columns(data: Any) -> list[str]:
-    """The header of an empty table (a CSV with no rows still says what it would hold)."""
-    if isinstance(data, dict) and "points" in data:
-        return ["t", str(data.get("metric", "value")), "source"]
-    if isinstance(data, dict) and isinstance(data.get("metrics"), list):
-        return ["value", *data["metrics"]]
-    return []
-
-
-def _rows(data: Any) -> list[dict[str, object]]:
-    if not isinstance(data, dict):
-        return []
-    if "points" in data:
-        return [
-            {"t": p["t"], data.get("metric", "value"): p["value"], "source": p.get("source")} for p in data["points"]
-        ]
-    if "results" in data and isinstance(data["results"], list):
-        return list(data["results"])
-    if "error" in data:
-        return [data["error"]]
-    return [data]
+        return to_csv(data).encode()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from api.query.params import METRICS
+from footfall.vocabulary import METRICS
 
 SOURCES = ("batch", "realtime", "missing")
 

@@ -1,7 +1,7 @@
 """HTTP views of the REST API: parse parameters, call the query service, render.
 
-Thin on purpose: validation lives in :mod:`api.query.params`, the lambda merge in
-:mod:`api.query.service` (shared in-process with the dashboard), auth in :mod:`api.auth`.
+Thin on purpose: validation lives in :mod:`query.params`, the lambda merge in
+:mod:`query.service` (shared in-process with the dashboard), auth in :mod:`api.auth`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from rest_framework.views import APIView
 
 from api import serializers as s
 from api.auth import ApiKeyAuthentication, ApiKeyRateThrottle, SiteReadAccess
-from api.health import check_all
-from api.query import params as p
-from api.query.runtime import get_service
-from api.query.service import SiteInfo
 from api.renderers import CsvRenderer
 from collector.models import ApiKey
-from realtime.queries import QueryError
+from footfall import vocabulary as v
+from footfall.vocabulary import QueryError
+from query import params as p
+from query.health import check_all
+from query.runtime import get_service
+from query.service import SiteInfo
 
 
 class HealthView(APIView):
@@ -90,15 +91,15 @@ class TimeseriesView(SiteView):
         summary="A metric over time",
         parameters=[
             SITE,
-            OpenApiParameter("metric", OpenApiTypes.STR, enum=list(p.METRICS), description="default pageviews"),
-            OpenApiParameter("interval", OpenApiTypes.STR, enum=list(p.INTERVALS), description="default day"),
+            OpenApiParameter("metric", OpenApiTypes.STR, enum=list(v.METRICS), description="default pageviews"),
+            OpenApiParameter("interval", OpenApiTypes.STR, enum=list(v.INTERVALS), description="default day"),
             FROM,
             TO,
             TZ,
             OpenApiParameter(
                 "filters",
                 OpenApiTypes.STR,
-                description=f"one filter <dimension>==<value>, dimension in {', '.join(p.FILTER_DIMENSIONS)}",
+                description=f"one filter <dimension>==<value>, dimension in {', '.join(v.FILTER_DIMENSIONS)}",
             ),
             FORMAT,
         ],
@@ -106,8 +107,8 @@ class TimeseriesView(SiteView):
     )
     def get(self, request: Request, site_id: str) -> Response:
         q = self.params(request)
-        metric = p.choice(q, "metric", p.METRICS, "pageviews")
-        interval = p.choice(q, "interval", p.INTERVALS, "day")
+        metric = p.choice(q, "metric", v.METRICS, "pageviews")
+        interval = p.choice(q, "interval", v.INTERVALS, "day")
         site = self.site(request)
         rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN[interval], p.MAX_SPAN[interval])
         data = get_service().timeseries(site, metric, interval, rng, p.parse_filters(q.get("filters")))
@@ -123,7 +124,7 @@ BREAKDOWN_PARAMS = [
     OpenApiParameter(
         "metrics",
         OpenApiTypes.STR,
-        description=f"comma-separated subset of {', '.join(p.BREAKDOWN_METRICS)} (default pageviews,visitors); "
+        description=f"comma-separated subset of {', '.join(v.METRICS)} (default pageviews,visitors); "
         "sessions, bounce_rate and visit_duration exist for entry_pages only",
     ),
     FORMAT,
@@ -142,7 +143,7 @@ class _BreakdownBase(SiteView):
         q = self.params(request)
         limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
         page = p.bounded_int(q, "page", 1, 1, 100_000)
-        metrics = p.parse_metrics(q.get("metrics"), p.BREAKDOWN_METRICS, ("pageviews", "visitors"))
+        metrics = p.parse_metrics(q.get("metrics"), v.METRICS, ("pageviews", "visitors"))
         site = self.site(request)
         rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
         return Response(get_service().breakdown(site, dimension, rng, limit, page, metrics, **filters))
@@ -153,7 +154,7 @@ class BreakdownView(_BreakdownBase):
         summary="Top values of a dimension",
         parameters=[
             SITE,
-            OpenApiParameter("dimension", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(p.DIMENSIONS)),
+            OpenApiParameter("dimension", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(v.API_DIMENSIONS)),
             *BREAKDOWN_PARAMS,
         ],
         responses={200: s.BreakdownSerializer, **ERRORS},

@@ -1,373 +1,213 @@
-"""Plumbing shared by the collector benchmark and profiler: the service stack, the bench
-site and environment, gunicorn servers, wrk runs and Kafka watermarks.
-
-Every process started here is started in its own session and stopped by its process
-group, so nothing is left behind after an error or Ctrl-C (callers register the stops on
-an :class:`contextlib.ExitStack` before starting anything).
-"""
+"""What the benchmarks share: a stack started through ``python -m deploy.local.stack``, gunicorn
+servers (each in its own session, stopped by process group), CPU time from /proc, JSON output."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import platform
+import resource
 import secrets
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
-from bench.cpu import group_seconds
-from deploy.local.checks import StackError
-from deploy.local.services import StackConfig
-from footfall.config import load_config
+import redis
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-LUA = Path(__file__).resolve().parent / "wrk_collector.lua"
-SITE_ID = "bench"
-# JVM options of a private stack's Kafka broker (FOOTFALL_BENCH_BROKER_JVM overrides; empty:
-# none). Why C1 only: a broker's C2 compiler runs in waves for its first minutes, and a private
-# broker lives only as long as one benchmark. Measured during collector_bench rounds: the
-# broker's CPU per 10 s round swung 0.6-3.3 s with C2 (compiler threads up to 1.1 s of a 10 s
-# window, still after a minute of warm-up traffic), and slowed the gunicorns sharing its cores,
-# against a steady 0.4-0.8 s with C1 only. A long-running broker has finished compiling; C1
-# code is no faster than that, so what the broker costs a tracked variant is not understated.
+OUT = REPO / "artifacts" / "bench"
+TICK = os.sysconf("SC_CLK_TCK")
+# A private broker lives minutes, its C2 compiler ran in waves all through the rounds, slowing the servers
+# beside it; C1 only is closer to a long-running broker. FOOTFALL_BENCH_BROKER_JVM overrides ("": default).
 PRIVATE_BROKER_JVM = "-XX:TieredStopAtLevel=1"
-# Ports of a stack the benchmark starts itself: apart from the demo's (1xxxx) and
-# test.sh's (2xxxx) so it can run while either is up; FOOTFALL_BENCH_<SERVICE>_PORT overrides.
-OWN_PORTS = {"KAFKA": 39092, "REDIS": 36379, "MONGO": 37017, "WEB": 38000}
+OWN_PORTS = {"KAFKA": 39092, "REDIS": 36379}  # apart from the demo's (1xxxx) and test.sh's (2xxxx)
 
 
 class BenchError(RuntimeError):
     """The benchmark itself failed (a server did not start, a tool is missing, ...)."""
 
 
-@dataclass(frozen=True)
-class CpuSplit:
-    """Which CPUs the servers under test run on, and which the rest of the run uses (the
-    bench process, wrk, a private stack's Kafka and Redis)."""
-
-    servers: frozenset[int]
-    rest: frozenset[int]
-
-    def describe(self) -> str:
-        return f"servers on CPU {_cpu_list(self.servers)}, wrk and stack on CPU {_cpu_list(self.rest)}"
+def tool(name: str) -> str:
+    """Path of the program ``name``; BenchError when it is not installed."""
+    if path := shutil.which(name):
+        return path
+    raise BenchError(f"{name} is not installed: apt-get install -y {name}")
 
 
-def _cpu_list(cpus: frozenset[int]) -> str:
-    return ",".join(str(cpu) for cpu in sorted(cpus))
-
-
-def _parse_cpus(text: str) -> frozenset[int]:
-    cpus: set[int] = set()
-    for part in text.split(","):
-        first, _, last = part.strip().partition("-")
-        if not first.isdigit() or (last and not last.isdigit()):
-            raise ValueError(f"{part!r} is not a CPU number or range (e.g. 0, 2-3)")
-        low, high = int(first), int(last or first)
-        if high < low:
-            raise ValueError(f"{part!r} is an empty range")
-        cpus.update(range(low, high + 1))
-    return frozenset(cpus)
-
-
-def parse_cpu_split(text: str, available: frozenset[int]) -> CpuSplit | None:
-    """``SERVERS:REST`` (CPU lists such as ``0`` or ``0-1,3``), ``auto`` or ``none``.
-
-    ``auto`` gives the servers every available CPU but the highest and the rest that one,
-    or ``None`` (no split) on a single-CPU machine; ``none`` is ``None``. The two sets must
-    be disjoint, non-empty and among ``available`` (this process's affinity); anything else
-    raises :class:`ValueError` saying what is wrong."""
-    if text == "none":
-        return None
-    if text == "auto":
-        if len(available) < 2:
-            return None
-        last = max(available)
-        return CpuSplit(available - {last}, frozenset({last}))
-    servers_text, colon, rest_text = text.partition(":")
-    if not colon:
-        raise ValueError(f"{text!r}: expected SERVERS:REST (e.g. 0:1), auto or none")
-    split = CpuSplit(_parse_cpus(servers_text), _parse_cpus(rest_text))
-    if split.servers & split.rest:
-        raise ValueError(f"{text!r}: CPU {_cpu_list(split.servers & split.rest)} is on both sides")
-    unavailable = (split.servers | split.rest) - available
-    if unavailable:
-        raise ValueError(f"{text!r}: CPU {_cpu_list(unavailable)} is not available (have {_cpu_list(available)})")
-    return split
-
-
-def handle_signals() -> None:
-    """Ctrl-C and SIGTERM raise KeyboardInterrupt, so the cleanup stack stops everything."""
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    # Also when started with SIGINT ignored (a shell's background job), where Python
-    # would otherwise leave it ignored.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, handler)
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def debian_tool(name: str) -> str:
-    """Path of the program ``name``, installing Debian's package of that name when it is
-    missing and this runs as root (wrk; valgrind, which brings callgrind_control and vgdb)."""
-    path = shutil.which(name)
-    if path is None and shutil.which("apt-get") and os.geteuid() == 0:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        print(f"installing {name} (apt-get)", flush=True)
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", name], check=True, env=env)
-        path = shutil.which(name)
-    if path is None:
-        raise BenchError(
-            f"{name} is not installed: run `apt-get install -y {name}` as root (or install it from your distro)"
-        )
-    return path
-
-
-# --- the service stack ----------------------------------------------------------------------
-def _reachable(app_env: Mapping[str, str]) -> str | None:
-    """None if Kafka (with the events topic) and Redis answer; else what is wrong."""
-    import redis
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    cfg = load_config(app_env, REPO)
-    try:
-        redis.Redis.from_url(cfg.redis_url, socket_timeout=2).ping()
-    except redis.RedisError as exc:
-        return f"Redis at {cfg.redis_url}: {exc}"
-    try:
-        meta = AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers, "log_level": 0}).list_topics(timeout=5)
-    except KafkaException as exc:
-        return f"Kafka at {cfg.kafka_bootstrap_servers}: {exc}"
-    if cfg.events_topic not in meta.topics:
-        return f"Kafka at {cfg.kafka_bootstrap_servers} has no topic {cfg.events_topic!r}"
-    return None
-
-
-@dataclass(frozen=True)
-class Stack:
-    app_env: dict[str, str]  # points Footfall's processes at the stack
-    description: str
-    stack_env: dict[str, str] | None  # the FOOTFALL_* stack variables, when known (pid files)
-    own: bool = False  # started by the bench (so on the CPUs the bench had when it started it)
-
-
-def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack) -> Stack:
-    """A running stack to benchmark against.
-
-    ``env``: the stack the environment names (``KAFKA_BOOTSTRAP_SERVERS``, ``REDIS_URL``:
-    e.g. after ``eval "$(python -m deploy.local.stack env)"``), which must be up.
-    ``own``: start Redis and Kafka (the collector needs nothing else) on the bench's own
-    ports and a state directory under ``workdir``; stopped at the end.
-    ``auto``: ``env`` when ``KAFKA_BOOTSTRAP_SERVERS`` is set, else ``own``.
-    """
-    if mode == "auto":
-        mode = "env" if os.environ.get("KAFKA_BOOTSTRAP_SERVERS") else "own"
-    if mode == "env":
-        app_env = dict(os.environ)
-        problem = _reachable(app_env)
-        if problem:
-            raise BenchError(
-                f"the stack named by the environment is not usable ({problem}); start it or use --stack own"
-            )
-        try:  # the stack's own variables, if they describe the same Kafka (for its pid file)
-            same = StackConfig.from_env(app_env).app_environment()["KAFKA_BOOTSTRAP_SERVERS"]
-        except StackError:
-            same = None
-        stack_env = app_env if same == app_env["KAFKA_BOOTSTRAP_SERVERS"] else None
-        return Stack(app_env, f"env (Kafka {app_env['KAFKA_BOOTSTRAP_SERVERS']})", stack_env)
+def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack, services: tuple[str, ...]) -> tuple[dict, str]:
+    """(environment, description) of a stack. ``env``: the running one the environment names; ``own``:
+    ``services`` started by the stack's CLI in ``workdir`` on the bench's ports; ``auto``: ``env`` if named."""
+    if mode == "env" or (mode == "auto" and os.environ.get("KAFKA_BOOTSTRAP_SERVERS")):
+        return dict(os.environ), f"env (Kafka {os.environ.get('KAFKA_BOOTSTRAP_SERVERS')})"
     stack_env = {**os.environ, "FOOTFALL_STATE_DIR": str(workdir / "stack")}
-    jvm = os.environ.get("FOOTFALL_BENCH_BROKER_JVM", PRIVATE_BROKER_JVM)
-    if jvm:  # the `java` launcher reads JDK_JAVA_OPTIONS; the stack's own flags are unchanged
-        stack_env["JDK_JAVA_OPTIONS"] = f"{os.environ.get('JDK_JAVA_OPTIONS', '')} {jvm}".strip()
     for service, default in OWN_PORTS.items():
         stack_env[f"FOOTFALL_{service}_PORT"] = os.environ.get(f"FOOTFALL_BENCH_{service}_PORT", str(default))
-    stack = [PYTHON, "-m", "deploy.local.stack"]
-    # Registered before starting: a start interrupted half-way still gets stopped.
-    cleanup.callback(subprocess.run, [*stack, "stop"], env=stack_env, cwd=REPO, check=False)
-    print(f"starting a private stack (redis, kafka) in {workdir / 'stack'}", flush=True)
-    subprocess.run([*stack, "start", "redis", "kafka"], env=stack_env, cwd=REPO, check=True)
-    app_env = {**os.environ, **StackConfig.from_env(stack_env).app_environment()}
-    kafka = app_env["KAFKA_BOOTSTRAP_SERVERS"]
-    description = f"own (Kafka {kafka}, broker JVM {jvm or 'default'}, state {workdir / 'stack'})"
-    return Stack(app_env, description, stack_env, own=True)
+    if jvm := os.environ.get("FOOTFALL_BENCH_BROKER_JVM", PRIVATE_BROKER_JVM):  # `java` reads JDK_JAVA_OPTIONS
+        stack_env["JDK_JAVA_OPTIONS"] = f"{os.environ.get('JDK_JAVA_OPTIONS', '')} {jvm}".strip()
+    cli = [PYTHON, "-m", "deploy.local.stack"]
+    # Registered first: a start interrupted half-way still gets stopped.
+    cleanup.callback(subprocess.run, [*cli, "stop"], env=stack_env, cwd=REPO, check=False)
+    print(f"starting a private stack ({', '.join(services)}) in {workdir / 'stack'}", flush=True)
+    subprocess.run([*cli, "start", *services], env=stack_env, cwd=REPO, check=True)
+    exports = subprocess.run([*cli, "env"], env=stack_env, cwd=REPO, check=True, capture_output=True, text=True)
+    env = dict(os.environ)
+    for line in exports.stdout.splitlines():
+        key, _, value = shlex.split(line.removeprefix("export "))[0].partition("=")
+        env[key] = value
+    return env, f"own (Kafka {env['KAFKA_BOOTSTRAP_SERVERS']}, broker JVM {jvm or 'default'})"
 
 
-def bench_env(app_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
-    """Environment of the bench's Django processes: production-like (DEBUG off, behind one
-    proxy), a private SQLite database and spool under ``workdir``, and a flood limit no
-    bench can reach (all load comes from one machine and six client addresses)."""
-    env = {k: v for k, v in app_env.items() if k not in {"DATABASE_URL", "FOOTFALL_SPOOL_DIR", "FOOTFALL_ENV"}}
-    env.update(
-        DJANGO_SETTINGS_MODULE="bench.settings_bench",
-        FOOTFALL_DATA_DIR=str(workdir / "data"),
-        DEBUG="0",
-        SECRET_KEY=secrets.token_urlsafe(50),
-        ALLOWED_HOSTS="127.0.0.1,localhost",
-        FOOTFALL_CLIENT_RATE="100000",
-        FOOTFALL_CLIENT_BURST="1000000",
-        # Production sits behind one TLS proxy; wrk sends its X-Forwarded-For/-Proto headers.
-        FOOTFALL_TRUSTED_PROXIES="1",
-        FOOTFALL_BENCH_SITE=SITE_ID,
-        PYTHONUNBUFFERED="1",
-        # One string-hash seed for every server: with a random seed per process, each server's
-        # dicts and sets lay out (and collide) differently, one source of two identical servers
-        # running a few per cent apart (the A/A control).
-        PYTHONHASHSEED="0",
-    )
-    env.pop("FOOTFALL_BENCH_MIDDLEWARE", None)  # the callers decide, not the caller's shell
-    env.pop("FOOTFALL_BENCH_BEACON_MIDDLEWARE", None)
-    return env
+def manage(env: Mapping[str, str], *argv: str) -> str:
+    """``manage.py argv`` in ``env``; its output, or BenchError with it."""
+    out = subprocess.run([PYTHON, "manage.py", *argv], env=dict(env), cwd=REPO, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise BenchError(f"manage.py {argv[0]} failed:\n{out.stdout}{out.stderr}")
+    return out.stdout
 
 
-def create_site(env: Mapping[str, str]) -> None:
-    """Migrate the bench database and register the bench site (both idempotent)."""
-    manage = [PYTHON, "manage.py"]
-    for argv in (
-        ["migrate", "--noinput", "-v", "0"],
-        ["create_site", SITE_ID, "--domain", "127.0.0.1", "--domain", "localhost"],
-    ):
-        out = subprocess.run([*manage, *argv], env=dict(env), cwd=REPO, capture_output=True, text=True)
-        if out.returncode != 0:
-            raise BenchError(f"manage.py {argv[0]} failed:\n{out.stdout}{out.stderr}")
+def unlink_matching(client: redis.Redis, *patterns: str) -> None:
+    """Remove the Redis keys matching ``patterns`` (a bench's own site: only its keys)."""
+    for pattern in patterns:
+        keys = list(client.scan_iter(match=pattern, count=5000))
+        for start in range(0, len(keys), 5000):
+            client.unlink(*keys[start : start + 5000])
 
 
-# --- gunicorn --------------------------------------------------------------------------------
+def server_env(env: Mapping[str, str], workdir: Path, settings: str, **extra: str) -> dict[str, str]:
+    """Environment of a bench's Django servers: production-like (DEBUG off), their SQLite database
+    and data under ``workdir``, plus ``extra``."""
+    drop = {"DATABASE_URL", "FOOTFALL_SPOOL_DIR", "FOOTFALL_ENV", "FOOTFALL_BENCH_MIDDLEWARE"}
+    return {k: v for k, v in env.items() if k not in drop} | dict(
+        DJANGO_SETTINGS_MODULE=settings, FOOTFALL_DATA_DIR=str(workdir / "data"), DEBUG="0", PYTHONUNBUFFERED="1",
+        SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1,localhost",
+    ) | extra  # fmt: skip
+
+
 class Server:
-    """One gunicorn serving the bench project; stop() ends its whole process group."""
+    """One gunicorn serving ``footfall.wsgi``; stop() ends its whole process group."""
 
-    def __init__(
-        self,
-        name: str,
-        env: Mapping[str, str],
-        args: list[str],
-        log_file: Path,
-        port: int | None = None,
-        cpus: frozenset[int] | None = None,
-    ) -> None:
-        self.name = name
-        self.cpus = cpus  # run the master (and so the workers it forks) on these CPUs only
-        self.port = port or free_port()
+    def __init__(self, name: str, env: Mapping[str, str], log_file: Path, keep_alive: int = 5, timeout: int = 60,
+                 cpus: frozenset[int] | None = None) -> None:  # fmt: skip
+        self.name, self.env, self.log_file, self.cpus = name, dict(env), log_file, cpus
+        with socket.socket() as sock:  # a free port: the kernel picks it
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = dict(env)
-        self.argv = [PYTHON, "-m", "gunicorn", "footfall.wsgi:application", "--bind", f"127.0.0.1:{self.port}", *args]
-        self.log_file = log_file
+        # gthread keeps connections alive as behind a proxy (sync workers would make the load
+        # measure TCP set-up); a few threads overlap the short waits (Redis, SQLite) as in production.
+        self.args = ["--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keep-alive", str(keep_alive),
+                     "--timeout", str(timeout), "--graceful-timeout", "15", "--log-level", "warning"]  # fmt: skip
+        self.argv = [PYTHON, "-m", "gunicorn", "footfall.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
+        self.argv += self.args
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 60.0, probe: Callable[[], bool] | None = None) -> None:
-        """Start it and wait until ``probe()`` (default: the bench project's 204 view) answers."""
-        answers = probe or self._answers
+    def start(self, probe: Callable[[], bool], timeout: float = 90.0) -> None:
+        """Start it (on ``cpus``: set in the child before exec, so the workers gunicorn forks
+        inherit it) and wait until ``probe()`` is true."""
         cpus = self.cpus
-        # In the child before exec: the workers gunicorn forks inherit the affinity.
-        pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
         with self.log_file.open("ab") as log:
             self.proc = subprocess.Popen(
                 self.argv, env=self.env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=pin,
+                start_new_session=True, preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise BenchError(f"server {self.name} exited during start-up{self._log_tail()}")
-            with contextlib.suppress(Exception):  # not listening yet, or a half-started worker
-                if answers():
+                raise BenchError(f"server {self.name} exited during start-up; log: {self.log_file}")
+            with contextlib.suppress(Exception):  # not listening yet
+                if probe():
                     return
             time.sleep(0.2)
-        raise BenchError(f"server {self.name} did not answer within {timeout:.0f}s{self._log_tail()}")
-
-    def _answers(self) -> bool:
-        request = urllib.request.Request(f"{self.url}/bench/empty", headers={"X-Forwarded-Proto": "https"})
-        try:
-            with urllib.request.urlopen(request, timeout=2) as resp:
-                return resp.status == 204
-        except (urllib.error.URLError, OSError):
-            return False
-
-    def _log_tail(self) -> str:
-        lines = self.log_file.read_text(errors="replace").splitlines()[-20:]
-        return f"\n  log {self.log_file}:\n    " + "\n    ".join(lines)
+        raise BenchError(f"server {self.name} did not answer within {timeout:.0f}s; log: {self.log_file}")
 
     def cpu_s(self) -> float:
         """CPU seconds used so far by the live processes of its group (master and workers)."""
         return group_seconds(self.proc.pid) if self.proc else 0.0
 
-    def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM (gunicorn's graceful stop: workers flush their Kafka producers), then SIGKILL."""
+    def stop(self) -> None:
+        """SIGTERM (gunicorn's graceful stop flushes the workers' producers), then SIGKILL."""
         if self.proc is None:
             return
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 5.0)):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, sig)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(wait)
                 break
-        # Workers that outlived the master (they share its group) get the same end.
-        with contextlib.suppress(ProcessLookupError):
+        with contextlib.suppress(ProcessLookupError):  # workers that outlived the master
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc = None
 
 
-# --- load and measurement ----------------------------------------------------------------
-def run_wrk(
-    url: str, mode: str, threads: int, connections: int, duration: float, max_requests: int = 0
-) -> dict[str, object]:
-    """One wrk run; its summary as printed by the Lua script's done()."""
-    argv = [debian_tool("wrk"), f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency", "--timeout", "10s"]
-    env = {**os.environ, "FFBENCH_MODE": mode, "FFBENCH_SITE": SITE_ID, "FFBENCH_MAX_REQUESTS": str(max_requests)}
-    out = subprocess.run([*argv, "-s", str(LUA), url], env=env, capture_output=True, text=True, timeout=duration + 120)
-    for line in out.stdout.splitlines():
-        if line.startswith("FFBENCH "):
-            return json.loads(line.removeprefix("FFBENCH "))
-    raise BenchError(f"wrk failed (exit {out.returncode}):\n{out.stdout}{out.stderr}")
+def _stat_ticks(stat: Path) -> tuple[int, int]:
+    """(process group, utime + stime ticks) of a /proc/<pid>/stat file."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return int(fields[2]), int(fields[11]) + int(fields[12])
 
 
-class Watermarks:
-    """Sum of the events topic's high watermarks: how many events were ever produced."""
+def group_seconds(pgid: int) -> float:
+    """User + system CPU seconds of the live processes in process group ``pgid``."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):  # ended while we looked
+            group, used = _stat_ticks(stat)
+            ticks += used if group == pgid else 0
+    return ticks / TICK
 
-    def __init__(self, env: Mapping[str, str]) -> None:
-        from confluent_kafka import Consumer
 
-        cfg = load_config(env, REPO)
-        self.topic = cfg.events_topic
-        self.consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": "footfall-bench"})
-        meta = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic]
-        self.partitions = sorted(meta.partitions)
+def cpu_seconds(pid: int | None = None, children: bool = False) -> float:
+    """CPU seconds of process ``pid`` (all its threads), else of this process, or of its
+    waited-for children (wrk)."""
+    if pid is not None:
+        return _stat_ticks(Path(f"/proc/{pid}/stat"))[1] / TICK
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
-    def total(self) -> int:
-        from confluent_kafka import TopicPartition
 
-        marks = [self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=5) for p in self.partitions]
-        return sum(high for _low, high in marks)
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent not idle since boot."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    return (sum(values) - values[3] - values[4]) / TICK
 
-    def settled(self, quiet: float = 1.5, limit: float = 60.0) -> int:
-        """The total once it has not moved for ``quiet`` seconds: the middleware delivers
-        from a background queue, so its events keep arriving after the load stops."""
-        last, since, deadline = self.total(), time.monotonic(), time.monotonic() + limit
-        while time.monotonic() - since < quiet and time.monotonic() < deadline:
-            time.sleep(0.25)
-            now = self.total()
-            if now != last:
-                last, since = now, time.monotonic()
-        return last
 
-    def close(self) -> None:
-        self.consumer.close()
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    return {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
+
+
+def run_main(run: Callable[[contextlib.ExitStack], dict[str, Any]], show: Callable[[dict[str, Any]], None], out: Path,
+             errors: tuple[type[Exception], ...] = ()) -> int:  # fmt: skip
+    """Run a bench with a cleanup stack for what it starts, print and write its result; exit status 1
+    when it failed or its ``ok`` is false, 130 when interrupted."""
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    # KeyboardInterrupt unwinds the cleanup stack, also in a shell's background job (SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        with contextlib.ExitStack() as cleanup:
+            doc = run(cleanup)
+    except (BenchError, subprocess.CalledProcessError, *errors) as exc:
+        print(f"benchmark FAILED: {exc!r}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; what the bench started is stopped", file=sys.stderr)
+        return 130
+    show(doc)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(f"JSON: {out}")
+    return 0 if doc.get("ok", True) else 1

@@ -1,44 +1,19 @@
-"""Realtime worker benchmark: Kafka consume ceiling vs the worker path, Redis round trips per
-batch, and event → visible-counter latency at half load.
+"""Realtime worker benchmark: the worker's throughput against a bare Kafka consume loop,
+Redis round trips per batch, and event -> visible-counter latency at half load.
 
-Usage, from the repository root with a stack's environment set (``eval "$(python -m
-deploy.local.stack env)"`` after ``stack start redis mongo kafka``)::
+    eval "$(python -m deploy.local.stack env)"   # a running stack with Kafka and Redis
+    python -m bench.realtime_bench [--events 100000] [--rounds 2] [--latency-seconds 30]
 
-    python -m bench.realtime_bench [--events 100000] [--dup-rate 0.05] [--rounds 2] [--bare-batch 1000]
-        [--no-arroyo-round] [--no-floor-rounds] [--latency-seconds 30] [--latency-load 0.5 | --latency-rate EPS]
-        [--marker-ms 100] [--poll-ms 5] [--timeout 300] [--seed 42] [--out artifacts/bench/realtime.json]
-
-A fresh 6-partition topic gets ``--events`` DemoTraffic page views (site id unique to the run,
-times within the last hour) plus ``--dup-rate`` of them again, shuffled. ``--rounds`` times in
-turn: a bare confluent_kafka loop (own group, ``consume(--bare-batch)``, no decoding) reads it
-all; the same loop decoding every message and doing nothing else, once with the real decoder and
-once with the cheapest decoder of the fields a worker counts (the floors: no worker that reads
-its events can be faster; ``--no-floor-rounds`` skips them); the real processor of
-``realtime.consumer.build_processor`` (fresh group, in a thread) runs once with a store that
-writes nothing (``arroyo``: the framework, decoding and batching alone; ``--no-arroyo-round``
-skips it) and once with the real store (``worker``), wrapped to observe ``apply``, until its
-offsets reach the end offsets (in Redis for the worker). Steady-state rates (after the first
-chunk: group join left out for all), medians reported, with the CPU time of the consuming Python
-thread per event (steadier than rates on a shared machine). Latency: a ``manage.py
-run_realtime`` subprocess on a second topic, load at ``--latency-load`` x the worker rate, a
-marker event (type ``lat-<n>``) every ``--marker-ms`` read back by a pipelined HMGET every
-``--poll-ms``. Prints a table with goals (ratio ≥ 0.50, 1 round trip per batch, p99 ≤ 2 s),
-writes JSON to ``--out``; exits 0 even when a goal is missed, 1 when the benchmark failed.
-Removes its topics, worker and Redis keys at the end (the worker's output:
-artifacts/bench/realtime-worker.log); the running totals in ``ff:rt:stats`` keep the run's
-increments.
-"""
+Goals: worker / bare >= 0.50, 1 round trip per batch, p99 <= 2 s. See bench/README.md."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import itertools
-import json
 import logging
 import os
 import random
-import signal
 import socket
 import statistics
 import subprocess
@@ -55,66 +30,22 @@ import redis
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from bench.harness import OUT, REPO, BenchError, machine, run_main, unlink_matching
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
-from footfall_capture.events import Event, decode, encode
+from footfall_capture.events import Event, encode
 from footfall_capture.kafka import producer_config
-from realtime.aggregate import aggregate
+from query.realtime import RealtimeQueries
 from realtime.consumer import build_processor
 from realtime.keys import PREFIX, KeyLayout
-from realtime.queries import RealtimeQueries
 from realtime.store import APPLY, ApplyResult, CounterStore
 
-REPO = Path(__file__).resolve().parent.parent
-OUT_DIR = REPO / "artifacts" / "bench"
-PARTITIONS = 6
+PARTITIONS, DUP_RATE, SEED, BARE_BATCH, MARKER_S, POLL_S, TIMEOUT_S = 6, 0.05, 42, 1000, 0.1, 0.005, 300.0
 ID_PREFIX = b'{"event_id":"'  # msgspec writes struct fields in order: every payload starts so
 GOALS = {"ratio": 0.50, "round_trips": 1, "p99_s": 2.0}
 # librdkafka's local queue must hold a whole pre-produced stream (its default is 100,000 messages).
 PRODUCER = {"queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000}
-
-
-class _CountedUa(msgspec.Struct):
-    browser: str | None = None
-    os: str | None = None
-    device: str | None = None
-    is_bot: bool = False
-
-
-class _CountedUtm(msgspec.Struct):
-    source: str | None = None
-    medium: str | None = None
-    campaign: str | None = None
-
-
-class _Counted(msgspec.Struct):
-    """Only the fields ``realtime.aggregate`` reads, unvalidated: msgspec skips the others
-    without building them. The cheapest decode any worker that counts these events could do."""
-
-    event_id: str
-    site_id: str
-    type: str
-    ts: int
-    path: str | None = None
-    referrer: str | None = None
-    ref_domain: str | None = None
-    ref_type: str | None = None
-    utm: _CountedUtm | None = None
-    visitor_id: str | None = None
-    ua: _CountedUa | None = None
-    country: str | None = None
-
-
-# The floor rounds: the bare loop plus a decode of every message, nothing else (see bare_round).
-FLOORS: dict[str, Callable[[bytes], object]] = {
-    "bare+min-decode": msgspec.json.Decoder(_Counted).decode,
-    "bare+decode": decode,
-}
-
-
-class BenchError(RuntimeError):
-    """The benchmark itself failed (as opposed to a goal being missed)."""
 
 
 def round_stats(
@@ -150,42 +81,19 @@ def quietly(action: Callable[[], object], what: str) -> None:
 
 
 class ObservedStore(CounterStore):
-    """The real store, recording each batch (events incl. repeats the worker left out,
-    ``ApplyResult.round_trips``, commands its client really sent, seconds, end time, thread CPU
-    time at the end) and noticing when the offsets it records reach the topic's end, so the
-    clock stops without polling Redis (which would disturb the measurement). With ``write``
-    false nothing is sent to Redis: the worker minus the store, i.e. arroyo, decoding and batching."""
+    """The real store, recording each batch (events received, round trips, end time, the
+    worker thread's CPU time) and setting ``done`` once its offsets reach ``want``."""
 
-    def __init__(self, client: redis.Redis, layout: KeyLayout, want: Mapping[str, int], write: bool = True) -> None:
+    def __init__(self, client: redis.Redis, layout: KeyLayout, want: Mapping[str, int]) -> None:
         super().__init__(client, layout)
-        self.write = write
-        self.batches: list[tuple[int, int, int, float, float, float]] = []
-        self.done, self.want, self._reached, self._commands = threading.Event(), want, dict[str, int](), 0
-        send = client.execute_command  # every non-pipelined command (EVALSHA, HINCRBY...) passes here
+        self.batches: list[tuple[int, int, float, float]] = []
+        self.done, self.want, self._reached = threading.Event(), want, dict[str, int]()
 
-        def counting(*args: Any, **kwargs: Any) -> Any:
-            self._commands += 1
-            return send(*args, **kwargs)
-
-        client.execute_command = counting
-
-    def apply(
-        self,
-        events: Iterable[Event],
-        now_ms: int,
-        offsets: Mapping[str, int] | None = None,
-        group: str = "realtime",
-        known_duplicates: int = 0,
-    ) -> ApplyResult:
-        events = list(events)
-        commands, started = self._commands, time.perf_counter()
-        if self.write:
-            result = super().apply(events, now_ms, offsets, group, known_duplicates)
-        else:
-            result = ApplyResult(counted=len(events), duplicates=known_duplicates, late=0, round_trips=0)
-        ended, cpu = time.perf_counter(), time.thread_time()  # apply runs in the worker's thread
-        n = len(events) + known_duplicates  # the batch as the worker received it
-        self.batches.append((n, result.round_trips, self._commands - commands, ended - started, ended, cpu))
+    def apply(self, events: Iterable[Event], now_ms: int, offsets: Mapping[str, int] | None = None,
+              group: str = "realtime", known_duplicates: int = 0) -> ApplyResult:  # fmt: skip
+        result = super().apply(events := list(events), now_ms, offsets, group, known_duplicates)
+        received, now = len(events) + known_duplicates, time.perf_counter()
+        self.batches.append((received, result.round_trips, now, time.thread_time()))
         self._reached.update(offsets or {})
         if all(self._reached.get(k, 0) >= v for k, v in self.want.items()):
             self.done.set()
@@ -211,10 +119,7 @@ class RealtimeBench:
 
     def delete_site_keys(self) -> None:
         """Remove the counters and dedup marks of the site (unique to this run, so only ours)."""
-        for pattern in (f"{PREFIX}:{self.site}:*", self.layout.dedup(self.site, "*")):
-            keys = list(self.client.scan_iter(match=pattern, count=5000))
-            for start in range(0, len(keys), 5000):
-                self.client.unlink(*keys[start : start + 5000])
+        unlink_matching(self.client, f"{PREFIX}:{self.site}:*", self.layout.dedup(self.site, "*"))
 
     def create_topic(self, name: str) -> str:
         self.admin.create_topics([NewTopic(name, num_partitions=PARTITIONS, replication_factor=1)])[name].result(30)
@@ -222,114 +127,58 @@ class RealtimeBench:
         self.cleanup.callback(quietly, lambda: delete([name])[name].result(timeout=30), f"delete topic {name}")
         return name
 
-    def end_offsets(self, topic: str) -> dict[int, int]:
-        futures = self.admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)})
-        return {tp.partition: future.result(timeout=10).offset for tp, future in futures.items()}
-
-    def bare_round(self, topic: str, total: int, kind: str = "bare") -> dict[str, Any]:
-        """Read ``total`` messages with a bare consume loop: what a Python consumer gets from this
-        broker on this machine, the ceiling the worker is compared with. A ``kind`` of
-        :data:`FLOORS` also decodes each message and does nothing else: the ceiling of any worker
-        that reads its events (with the real decoder, or the cheapest one that could count them)."""
-        decoder = FLOORS.get(kind)
+    def bare_round(self, topic: str, total: int) -> dict[str, Any]:
+        """Read ``total`` messages with a bare consume loop: what a Python consumer gets from
+        this broker on this machine, the ceiling the worker is compared with."""
         consumer = Consumer(consumer_config(self.cfg, f"rtbench-bare-{uuid.uuid4().hex[:8]}"))
         started, count, first_n, first_done, first_cpu = time.perf_counter(), 0, 0, 0.0, 0.0
         try:
             consumer.subscribe([topic])
             while count < total:
-                if time.perf_counter() - started > self.args.timeout:
-                    raise BenchError(f"bare consumer read {count} of {total} messages in {self.args.timeout:.0f}s")
-                messages = consumer.consume(self.args.bare_batch, timeout=0.5)
-                if decoder is None:
-                    count += sum(1 for m in messages if m.error() is None)
-                else:
-                    decoded = [decoder(m.value()) for m in messages if m.error() is None]
-                    count += len(decoded)
+                if time.perf_counter() - started > TIMEOUT_S:
+                    raise BenchError(f"bare consumer read {count} of {total} messages in {TIMEOUT_S:.0f}s")
+                count += sum(1 for m in consumer.consume(BARE_BATCH, timeout=0.5) if m.error() is None)
                 if count and not first_n:
                     first_done, first_n, first_cpu = time.perf_counter(), count, time.thread_time()
             end, cpu = time.perf_counter(), time.thread_time()
         finally:
             consumer.close()
-        return round_stats(kind, count, end - started, end - first_done, count - first_n, cpu - first_cpu)
+        return round_stats("bare", count, end - started, end - first_done, count - first_n, cpu - first_cpu)
 
-    def redis_cpu_s(self) -> float:
-        """CPU seconds the Redis server has used since it started (user + system, all threads)."""
-        cpu = self.client.info("cpu")
-        return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
-
-    def store_floor(self, items: list[tuple[bytes, bytes]], batch_size: int = 5000) -> dict[str, Any]:
-        """Redis CPU per event of the writes alone: every batch's aggregated increments, dedup
-        marks and expiries sent as plain commands in one MULTI/EXEC pipeline, without the script's
-        checks and branching (the cheapest form of these writes), with the events in time order
-        (the order that sums best: a batch spans a minute or two, not the topic's whole hour).
-        Decoding and aggregating are done first and not timed. Redis runs commands on one thread,
-        so ``1 / cpu per event`` is the most events per second any worker keeping these counters
-        in one Redis could count."""
-        now, layout = int(time.time() * 1000), self.layout
-        events = sorted((decode(payload) for _, payload in items), key=lambda e: e.ts)
-        batches = [aggregate(events[i : i + batch_size], layout, now) for i in range(0, len(events), batch_size)]
-        counted, cpu_before = sum(b.events for b in batches), self.redis_cpu_s()
-        started = time.perf_counter()
-        for batch in batches:
-            pipe = self.client.pipeline(transaction=True)
-            for key in batch.dedup_keys:
-                pipe.set(key, 1, ex=layout.retention_s, nx=True)
-            for (key, member), incr in batch.zincr.items():
-                pipe.zincrby(key, incr, member)
-            for (key, field), incr in batch.hincr.items():
-                pipe.hincrby(key, field, incr)
-            for key, members in batch.pfadd.items():
-                pipe.pfadd(key, *members)
-            for (key, member), score in batch.seen_at.items():
-                pipe.zadd(key, {member: score}, gt=True)
-            for key, when in batch.expire_at.items():
-                pipe.expireat(key, when)
-            pipe.execute()
-        wall_s, cpu_s = time.perf_counter() - started, self.redis_cpu_s() - cpu_before
-        self.delete_site_keys()
-        cpu_us = 1e6 * cpu_s / counted
-        return {"events": counted, "batches": len(batches), "redis_cpu_us_per_event": round(cpu_us, 2),
-                "max_eps": round(1e6 / cpu_us), "wall_s": round(wall_s, 2)}  # fmt: skip
-
-    def script_calls(self) -> tuple[int, int]:
-        """Successful calls and microseconds of EVAL + EVALSHA so far (a NOSCRIPT miss is a failed call)."""
+    def script_calls(self) -> int:
+        """Successful EVAL + EVALSHA calls so far (a NOSCRIPT miss is a failed call): the
+        round trips as Redis counts them."""
         rows = [v for k, v in self.client.info("commandstats").items() if k in {"cmdstat_eval", "cmdstat_evalsha"}]
-        return sum(r["calls"] - r.get("failed_calls", 0) for r in rows), sum(r["usec"] for r in rows)
+        return sum(r["calls"] - r.get("failed_calls", 0) for r in rows)
 
-    def worker_round(self, topic: str, ends: Mapping[int, int], write: bool = True) -> dict[str, Any]:
-        """Run the real arroyo processor in a thread of a fresh group until its Redis offsets reach
-        ``ends``; with ``write`` false, its store writes nothing (kind ``arroyo``: the framework's share)."""
+    def worker_round(self, topic: str, ends: Mapping[int, int]) -> dict[str, Any]:
+        """Run the real processor in a thread of a fresh group until its Redis offsets reach ``ends``."""
         self.groups.append(group := f"rtbench-worker-{self.run_id}-{len(self.groups)}")
         client = redis.Redis.from_url(self.cfg.redis_url, socket_timeout=10)
-        want = {f"{topic}:{p}": end for p, end in ends.items() if end > 0}
-        store = ObservedStore(client, self.layout, want, write)
+        store = ObservedStore(client, self.layout, {f"{topic}:{p}": end for p, end in ends.items() if end > 0})
         processor = build_processor(self.cfg, store, group, topic)
         thread = threading.Thread(target=processor.run, name="realtime-worker", daemon=True)
-        calls, usec = self.script_calls()
-        started = time.perf_counter()
+        calls, started = self.script_calls(), time.perf_counter()
         thread.start()
-        while not store.done.wait(0.2) and thread.is_alive() and time.perf_counter() - started < self.args.timeout:
+        while not store.done.wait(0.2) and thread.is_alive() and time.perf_counter() - started < TIMEOUT_S:
             pass  # a crashed processor ends its thread (arroyo logs the exception)
         processor.signal_shutdown()
         thread.join(30)
         if not store.done.is_set() or thread.is_alive():
             raise BenchError(f"realtime worker did not reach {dict(ends)} and stop in time (see the log above)")
         recorded = client.hgetall(self.layout.offsets(group))
-        if write and any(int(recorded.get(k.encode(), 0)) < v for k, v in store.want.items()):
+        if any(int(recorded.get(k.encode(), 0)) < v for k, v in store.want.items()):
             raise BenchError(f"offsets recorded in Redis {recorded} are short of {store.want}")
-        calls1, usec1 = self.script_calls()
         (first, *_), last, total = store.batches, store.batches[-1], sum(ends.values())
-        steady_s, steady_cpu = last[4] - first[4], last[5] - first[5]
-        kind = "worker" if write else "arroyo"
-        stats = round_stats(kind, total, last[4] - started, steady_s, total - first[0], steady_cpu)
-        stats["apply_share"] = round(sum(b[3] for b in store.batches) / (last[4] - started), 3)  # aggregate + Redis
-        return {"round": stats, "batches": store.batches, "eval_calls": calls1 - calls, "eval_usec": usec1 - usec}
+        steady_s, steady_cpu = last[2] - first[2], last[3] - first[3]
+        stats = round_stats("worker", total, last[2] - started, steady_s, total - first[0], steady_cpu)
+        return {"round": stats, "batches": store.batches, "eval_calls": self.script_calls() - calls}
 
     def poll_markers(self, pending: dict[str, tuple[str, float]], seen: list[float], lock: threading.Lock,
                      stop: threading.Event) -> None:  # fmt: skip
-        """Until ``stop``, every ``--poll-ms``: one pipelined HMGET per minute hash holding pending
+        """Until ``stop``, every ``POLL_S``: one pipelined HMGET per minute hash holding pending
         markers (one or two hashes); a marker's latency ends when a read returns its field."""
-        while not stop.wait(self.args.poll_ms / 1000):
+        while not stop.wait(POLL_S):
             with lock:
                 by_key: dict[str, list[str]] = {}
                 for name, (key, _) in pending.items():
@@ -347,7 +196,7 @@ class RealtimeBench:
     def latency(self, topic: str, load: list[tuple[bytes, bytes]], rate: float) -> dict[str, Any]:
         """Produce ``load`` at ``rate`` plus markers for a ``run_realtime`` subprocess; time the markers."""
         self.groups.append(group := f"rtbench-lat-{self.run_id}")
-        log_path, args = OUT_DIR / "realtime-worker.log", self.args
+        log_path, args = OUT / "realtime-worker.log", self.args
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "manage.py", "run_realtime", "--topic", topic, "--group", group],
@@ -391,7 +240,7 @@ class RealtimeBench:
                 sent += 1
             if now >= next_marker:
                 send_marker()
-                next_marker += args.marker_ms / 1000
+                next_marker += MARKER_S
             producer.poll(0)
             time.sleep(0.002)
         produced_s = time.perf_counter() - started
@@ -406,106 +255,77 @@ class RealtimeBench:
         return {
             "target_eps": round(rate), "produced_eps": round(sent / produced_s), "seconds": round(produced_s, 1),
             "markers": len(lat) + missing, "missing": missing, "p50_s": round(p50, 3), "p99_s": round(p99, 3),
-            "max_s": round(lat[-1], 3), "poll_ms": args.poll_ms, "pass": missing == 0 and p99 <= GOALS["p99_s"],
+            "max_s": round(lat[-1], 3), "poll_ms": POLL_S * 1000, "pass": missing == 0 and p99 <= GOALS["p99_s"],
             "samples_s": in_order,
         }  # fmt: skip
 
     def run(self) -> dict[str, Any]:
         args, loadavg_start = self.args, os.getloadavg()
         topic = self.create_topic(f"rtbench-{self.run_id}")
-        print(f"producing {args.events:,} events (+{args.dup_rate:.0%} repeated ids) to {topic} ...", flush=True)
-        items = make_stream(self.site, args.events, args.dup_rate, args.seed)
+        print(f"producing {args.events:,} events (+{DUP_RATE:.0%} repeated ids) to {topic} ...", flush=True)
+        items = make_stream(self.site, args.events, DUP_RATE, SEED)
         producer = Producer(producer_config(self.cfg.kafka, **PRODUCER))
         for key, payload in items:
             producer.produce(topic, payload, key=key)  # the queue holds them all: flush() delivers
         if producer.flush(120):
             raise BenchError("Kafka did not take every event within 120 s")
-        if (total := sum((ends := self.end_offsets(topic)).values())) != len(items):
+        futures = self.admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)})
+        ends = {tp.partition: future.result(timeout=10).offset for tp, future in futures.items()}
+        if (total := sum(ends.values())) != len(items):
             raise BenchError(f"topic holds {total} messages, {len(items)} were produced")
         rounds, observed, exact = [], [], []
         self.client.script_load(APPLY)  # as a running worker has it: a fresh Redis's NOSCRIPT is no batch's cost
         for _ in range(args.rounds):  # alternate, so drift on a noisy machine hits both alike
             rounds.append(self.bare_round(topic, total))
-            if not args.no_floor_rounds:
-                rounds += [self.bare_round(topic, total, kind) for kind in FLOORS]
-            if not args.no_arroyo_round:
-                rounds.append(self.worker_round(topic, ends, write=False)["round"])
             self.delete_site_keys()  # else every batch finds its marks: the duplicate path
             observed.append(self.worker_round(topic, ends))
             rounds.append(observed[-1]["round"])
             now = int(time.time() * 1000)
             totals = RealtimeQueries(CounterStore(self.client, self.layout)).totals(self.site, now - 7_200_000, now)
             exact.append(totals["pageviews"] == args.events)
-            this = rounds[-(2 + (not args.no_arroyo_round) + (0 if args.no_floor_rounds else len(FLOORS))) :]
-            print(f"round {len(exact)}: " + ", ".join(f"{r['kind']} {r['steady_eps']:,} ev/s" for r in this))
+            print(f"round {len(exact)}: " + ", ".join(f"{r['kind']} {r['steady_eps']:,} ev/s" for r in rounds[-2:]))
 
-        def median(kind: str, field: str) -> Any:
-            values = [r[field] for r in rounds if r["kind"] == kind]
-            return statistics.median(values) if values else None
+        def median(kind: str, field: str) -> float:
+            return float(statistics.median(r[field] for r in rounds if r["kind"] == kind))
 
-        bare, worker, arroyo = (median(kind, "steady_eps") for kind in ("bare", "worker", "arroyo"))
-        bare_cpu, worker_cpu, arroyo_cpu = (median(k, "cpu_us_per_event") for k in ("bare", "worker", "arroyo"))
-        bare_cpu, worker_cpu = round(bare_cpu, 2), round(worker_cpu, 2)
-        arroyo_cpu = arroyo_cpu and round(arroyo_cpu, 2)
-        store_floor = None if args.no_floor_rounds else self.store_floor(items)
-        floors = {kind: {"eps": round(eps), "ratio": round(eps / bare, 4),
-                         "cpu_us": round(median(kind, "cpu_us_per_event"), 2)}
-                  for kind in FLOORS if (eps := median(kind, "steady_eps"))}  # fmt: skip
-        rate = args.latency_rate or args.latency_load * worker
-        print(f"latency: {rate:,.0f} ev/s for {args.latency_seconds:.0f}s, markers every {args.marker_ms:.0f}ms ...")
+        bare, worker = median("bare", "steady_eps"), median("worker", "steady_eps")
+        bare_cpu, worker_cpu = median("bare", "cpu_us_per_event"), median("worker", "cpu_us_per_event")
+        rate = args.latency_load * worker
+        print(f"latency: {rate:,.0f} ev/s for {args.latency_seconds:.0f}s, markers every {MARKER_S * 1000:.0f}ms ...")
         self.delete_site_keys()  # the load reuses the payloads: they must count as new
         latency = self.latency(self.create_topic(f"{topic}-lat"), items, rate)
         batches = [b for w in observed for b in w["batches"]]
-        trips, commands = [b[1] for b in batches], [b[2] for b in batches]
-        calls, usec = sum(w["eval_calls"] for w in observed), sum(w["eval_usec"] for w in observed)
+        trips = [b[1] for b in batches]
         return {
-            "run": {"site": self.site, "events": args.events, "messages": total, "dup_rate": args.dup_rate,
-                    "rounds": args.rounds, "host": socket.gethostname(), "cpus": os.cpu_count(),
-                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "loadavg_start": loadavg_start,
-                    "loadavg_end": os.getloadavg()},
+            "run": {"site": self.site, "events": args.events, "messages": total, "dup_rate": DUP_RATE,
+                    "rounds": args.rounds, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "machine": machine(), "loadavg_start": loadavg_start},
             "throughput": {"rounds": rounds, "bare_eps": round(bare), "worker_eps": round(worker),
                            "ratio": round(worker / bare, 4), "pass": worker / bare >= GOALS["ratio"],
-                           "arroyo_eps": arroyo and round(arroyo), "arroyo_cpu_us": arroyo_cpu,
-                           "bare_cpu_us": bare_cpu, "worker_cpu_us": worker_cpu,
-                           "cpu_ratio": round(bare_cpu / worker_cpu, 4),
-                           "apply_share": median("worker", "apply_share"),
-                           "counts_exact": exact, "floors": floors, "store_floor": store_floor},
+                           "bare_cpu_us": round(bare_cpu, 2), "worker_cpu_us": round(worker_cpu, 2),
+                           "cpu_ratio": round(bare_cpu / worker_cpu, 4), "counts_exact": exact},
             "round_trips": {"batches": len(batches), "mean": round(statistics.mean(trips), 3), "max": max(trips),
-                            "commands_mean": round(statistics.mean(commands), 3),
-                            "commands_max": max(commands), "sum_round_trips": sum(trips), "eval_calls": calls,
-                            "redis_ms_per_script": round(usec / max(calls, 1) / 1000, 2),
-                            "apply_ms_mean": round(1000 * statistics.mean(b[3] for b in batches), 1),
+                            "sum_round_trips": sum(trips), "eval_calls": sum(w["eval_calls"] for w in observed),
                             "events_per_batch_mean": round(statistics.mean(b[0] for b in batches)),
-                            "pass": max(*trips, *commands) <= GOALS["round_trips"]},
+                            "pass": max(trips) <= GOALS["round_trips"]},
             "latency": latency, "goals": GOALS,
         }  # fmt: skip
 
 
 def print_table(res: dict[str, Any]) -> None:
-    t, rt, lat, ok = res["throughput"], res["round_trips"], res["latency"], {True: "PASS", False: "FAIL"}
-    run = res["run"]
-    print(f"\nrealtime bench: {run['messages']:,} messages, site {run['site']}, {run['cpus']} CPUs, load average "
-          f"{run['loadavg_start'][0]:.1f} at the start, {run['loadavg_end'][0]:.1f} at the end")  # fmt: skip
+    t, rt, lat, run = res["throughput"], res["round_trips"], res["latency"], res["run"]
+    ok = {True: "PASS", False: "FAIL"}
+    print(f"\nrealtime bench: {run['messages']:,} messages, site {run['site']}, {run['machine']['cpus']} CPUs, "
+          f"load average {run['loadavg_start'][0]:.1f} -> {run['machine']['loadavg'][0]:.1f}")  # fmt: skip
     for name, value, goal, verdict in [
         ("metric", "measured", "goal", "result"),
         ("events/s bare consume / worker (medians)", f"{t['bare_eps']:,} / {t['worker_eps']:,}", "", ""),
         ("throughput ratio worker / bare", f"{t['ratio']:.4f}", f">= {GOALS['ratio']:.2f}", ok[t["pass"]]),
-        ("  arroyo + decode, no Redis (ev/s, / bare)",
-         f"{t['arroyo_eps']:,} ({t['arroyo_eps'] / t['bare_eps']:.4f})" if t["arroyo_eps"] else "not run", "", ""),
-        *[(f"  {kind}: ev/s (/ bare), CPU us/event", f"{f['eps']:,} ({f['ratio']:.4f}), {f['cpu_us']}", "", "")
-          for kind, f in t["floors"].items()],
-        *[("  Redis CPU us/event of the writes alone, max ev/s (/ bare)",
-           f"{sf['redis_cpu_us_per_event']}, {sf['max_eps']:,} ({sf['max_eps'] / t['bare_eps']:.4f})", "", "")
-          for sf in [t["store_floor"]] if sf],
-        ("  CPU us/event of consuming thread b / a / w",
-         f"{t['bare_cpu_us']} / {t['arroyo_cpu_us'] or '-'} / {t['worker_cpu_us']}", "", ""),
+        ("  CPU us/event of consuming thread b / w", f"{t['bare_cpu_us']} / {t['worker_cpu_us']}", "", ""),
         ("  CPU ratio bare / worker (as if alone)", f"{t['cpu_ratio']:.4f}", "", ""),
-        ("  worker time in store.apply (aggregate+Redis)", f"{t['apply_share']:.0%}", "", ""),
         ("Redis round trips per batch, mean / max", f"{rt['mean']:.2f} / {rt['max']}", "= 1", ok[rt["pass"]]),
-        ("  commands really sent per batch, mean / max", f"{rt['commands_mean']:.2f} / {rt['commands_max']}", "", ""),
         ("  EVAL(SHA) calls (INFO) / sum of round trips", f"{rt['eval_calls']} / {rt['sum_round_trips']}", "", ""),
-        ("  batches: count, events, apply ms, script ms", f"{rt['batches']}, {rt['events_per_batch_mean']}, "
-         f"{rt['apply_ms_mean']}, {rt['redis_ms_per_script']}", "", ""),
+        ("  batches, events per batch", f"{rt['batches']}, {rt['events_per_batch_mean']}", "", ""),
         (f"latency p50 / p99 at {lat['produced_eps']:,} ev/s", f"{lat['p50_s']:.3f}s / {lat['p99_s']:.3f}s",
          f"p99 <= {GOALS['p99_s']:.0f}s", ok[lat["pass"]]),
         ("  markers missed / sent, max latency", f"{lat['missing']} / {lat['markers']}, {lat['max_s']:.3f}s", "", ""),
@@ -518,35 +338,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.realtime_bench", description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--events", type=int, default=100_000, help="distinct events produced (default 100000)")
-    add("--dup-rate", type=float, default=0.05, help="repeated ids as a fraction of --events (default 0.05)")
-    add("--seed", type=int, default=42, help="DemoTraffic seed")
     add("--rounds", type=int, default=2, help="bare/worker pairs; medians are reported (default 2)")
-    add("--bare-batch", type=int, default=1000, help="messages per consume() call of the bare loop")
-    add("--no-arroyo-round", action="store_true", help="skip the worker-without-Redis round (the framework's share)")
-    add("--no-floor-rounds", action="store_true", help="skip the bare-loop-plus-decode rounds (the decode floor)")
     add("--latency-seconds", type=float, default=30.0, help="duration of the latency load (default 30)")
     add("--latency-load", type=float, default=0.5, help="latency load as a fraction of the worker rate")
-    add("--latency-rate", type=float, default=None, help="latency load in events/s (overrides --latency-load)")
-    add("--marker-ms", type=float, default=100.0, help="one marker event every this many ms (default 100)")
-    add("--poll-ms", type=float, default=5.0, help="marker read interval in ms (default 5)")
-    add("--timeout", type=float, default=300.0, help="limit of each consume round in seconds (default 300)")
-    add("--out", type=Path, default=OUT_DIR / "realtime.json", help="JSON results (default %(default)s)")
+    add("--out", type=Path, default=OUT / "realtime.json", help="JSON results (default %(default)s)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # KeyboardInterrupt: clean up as for Ctrl-C
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    try:
-        with contextlib.ExitStack() as cleanup:
-            results = RealtimeBench(args, cleanup).run()
-    except (BenchError, KafkaException, BufferError, redis.RedisError, OSError) as exc:
-        print(f"realtime bench failed: {exc!r}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    print_table(results)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwritten: {args.out}")
-    return 0
+    OUT.mkdir(parents=True, exist_ok=True)
+    errors = (KafkaException, BufferError, redis.RedisError, OSError)
+    return run_main(lambda cleanup: RealtimeBench(args, cleanup).run(), print_table, args.out, errors)
 
 
 if __name__ == "__main__":

@@ -1,47 +1,25 @@
 """Rollup benchmark: the nightly Spark rollup (``local[2]``) against DuckDB on the same archive.
 
-Usage, from the repository root (no services needed)::
+    python -m bench.rollup_bench [--events 10000000] [--rounds 1]   # no services needed
 
-    python -m bench.rollup_bench [--events 10000000] [--seed 42] [--rounds 1] [--driver-memory 4g]
-        [--duckdb-memory 4GB] [--regenerate] [--out artifacts/bench/rollup.json]
-
-1. An archive of ``--events`` rows (duplicates included) is generated once and cached under
-   ``~/.cache/footfall/bench/rollup-n<events>-s<seed>-g<version>/`` in exactly the archiver's
-   layout (``events/site_id=…/date=…/hour=…/part-….parquet``, Arrow schema
-   :data:`spark_jobs.schema.ARROW_SCHEMA`, zstd, written by pyarrow like
-   :mod:`historical.archive`). Five sites, four in their own time zones and one with none
-   (UTC), 8 local days spanning both the EU and US end of daylight saving time, skewed page popularity, a
-   realistic referrer mix (direct, search, social, internal, a long tail, unparseable ones),
-   4% bot events, 5% of the rows are re-delivered copies (same event, later ``received_at``,
-   new offset) in later batch files, some late events. DuckDB's SQL engine is the vectorized
-   random generator (hashes of the row number, so the data do not depend on thread count).
-2. Spark, ``local[2]``: :func:`spark_jobs.rollup.extract` and :func:`spark_jobs.transforms.rollup`
-   (dedupe, localize, only humans, page views, breakdowns), keeping the ``page``, ``ref`` and
-   ``refpage`` breakdowns: page views and unique visitors per site, local day and value.
-3. DuckDB (2 threads) computes the same from the same files with SQL written from the rules in
-   :mod:`spark_jobs.transforms`.
-4. The two results are compared row by row; a difference is printed and exits 1.
-
-Wall time runs from the first read of the archive to the result held in Python as an Arrow
-table (Spark's session start is timed separately and left out of the ratio; the job's load
-into MongoDB is not part of either). events/s = archive rows read / wall time. ``--rounds``
-alternates the engines' order and reports the median. Goal: Spark ≤ 5x DuckDB's wall time.
-"""
+Both compute the ``page``, ``ref`` and ``refpage`` breakdowns, which must match row by row.
+Goal: Spark <= 5x DuckDB's wall time. See bench/README.md."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import importlib.metadata
 import json
 import os
-import platform
-import resource
 import shutil
 import statistics
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from spark_jobs.schema import ARROW_SCHEMA, EVENTS_DIR
-from spark_jobs.transforms import DEFAULT_TZ, DIRECT, REFPAGE_SEP, UNKNOWN
+from archive.schema import ARROW_SCHEMA, EVENTS_DIR
+from bench.harness import OUT, cpu_seconds, machine, run_main
+from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
+from spark_jobs.transforms import DEFAULT_TZ
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "artifacts" / "bench" / "rollup.json"
 CACHE = Path.home() / ".cache" / "footfall" / "bench"
 GEN_VERSION = 1  # bump when the generator changes: the cache key includes it
 GOAL_RATIO = 5.0
@@ -65,24 +43,16 @@ FIRST_DAY = dt.date(2025, 10, 26)  # EU clocks go back this day, US clocks on 20
 LOCAL_DAYS = 8
 DUP_RATE = 0.05  # share of archive rows that are re-delivered copies
 BOT_RATE = 0.04
+ARCHIVE_SQL = Path(__file__).with_name("rollup_archive.sql").read_text()  # one site's local day
 
-
-@dataclass(frozen=True)
-class Site:
-    site_id: str
-    host: str
-    tz: str | None  # None: no zone configured, rolled up in UTC
-    weight: float  # share of the traffic
-    pages: int  # distinct page paths
-    prefix: str  # path of page k: prefix + k
-
-
+# (site_id, host, time zone or None: rolled up in UTC, share of the traffic, distinct pages,
+# path prefix of page k)
 SITES = (
-    Site("shop", "www.shop.example", "America/New_York", 0.35, 3000, "/products/item-"),
-    Site("blog", "blog.example.org", "Europe/Berlin", 0.25, 1500, "/blog/2025/post-"),
-    Site("docs", "docs.example.dev", "Asia/Kolkata", 0.20, 800, "/docs/v2/page-"),
-    Site("news", "news.example.com.au", "Australia/Sydney", 0.12, 5000, "/story/"),
-    Site("api", "api.example.net", None, 0.08, 200, "/v1/resource-"),
+    ("shop", "www.shop.example", "America/New_York", 0.35, 3000, "/products/item-"),
+    ("blog", "blog.example.org", "Europe/Berlin", 0.25, 1500, "/blog/2025/post-"),
+    ("docs", "docs.example.dev", "Asia/Kolkata", 0.20, 800, "/docs/v2/page-"),
+    ("news", "news.example.com.au", "Australia/Sydney", 0.12, 5000, "/story/"),
+    ("api", "api.example.net", None, 0.08, 200, "/v1/resource-"),
 )
 
 # (share, ref_domain SQL, ref_type, referrer URL SQL); what is left over is direct traffic.
@@ -103,18 +73,9 @@ REFERRERS = (
 )
 
 
-# --------------------------------------------------------------------------------------------
-# archive generation
-
-
-def archive_root(events: int, seed: int) -> Path:
-    return CACHE / f"rollup-n{events}-s{seed}-g{GEN_VERSION}"
-
-
 def _allocate(total: int, weights: Sequence[float]) -> list[int]:
     """``total`` split in proportion to ``weights``, summing exactly (largest remainder)."""
-    scale = total / sum(weights)
-    raw = [w * scale for w in weights]
+    raw = [w * (total / sum(weights)) for w in weights]
     counts = [int(x) for x in raw]
     for i in sorted(range(len(raw)), key=lambda i: counts[i] - raw[i])[: total - sum(counts)]:
         counts[i] += 1
@@ -123,117 +84,21 @@ def _allocate(total: int, weights: Sequence[float]) -> list[int]:
 
 def _referrer_sql() -> tuple[str, str, str]:
     """CASE expressions (ref_domain, ref_type, referrer) over the uniform ``r``."""
-    domain, kind, url = [], [], []
-    edge = 0.0
-    for share, dom, typ, ref in REFERRERS:
-        edge += share
-        cond = f"WHEN r < {edge:.6f}"
-        domain.append(f"{cond} THEN {dom}")
-        kind.append(f"{cond} THEN '{typ}'")
-        url.append(f"{cond} THEN {ref}")
-    return (
-        "CASE " + " ".join(domain) + " ELSE NULL END",
-        "CASE " + " ".join(kind) + " ELSE 'direct' END",
-        "CASE " + " ".join(url) + " ELSE NULL END",
-    )
+    edges = [f"WHEN r < {edge:.6f} THEN" for edge in accumulate(share for share, *_ in REFERRERS)]
+    columns = zip(*((dom, f"'{typ}'", ref) for _, dom, typ, ref in REFERRERS), strict=True)
+    whens = [" ".join(f"{edge} {value}" for edge, value in zip(edges, col, strict=True)) for col in columns]
+    return f"CASE {whens[0]} ELSE NULL END", f"CASE {whens[1]} ELSE 'direct' END", f"CASE {whens[2]} ELSE NULL END"
 
 
-def _chunk_sql(site: Site, day: dt.date, first_g: int, n: int, n_dup: int, visitors: int) -> str:
+def _chunk_sql(site: tuple, day: dt.date, first_g: int, n: int, n_dup: int, visitors: int) -> str:
     """Rows of one site and local day: ``n`` distinct events plus ``n_dup`` re-delivered copies."""
     ref_domain, ref_type, referrer = _referrer_sql()
-    tz = site.tz or DEFAULT_TZ
-    return f"""
-    WITH base AS (
-        SELECT g, u(g, 1) AS r, u(g, 2) AS ut, u(g, 3) AS ub, u(g, 4) AS uv, u(g, 5) AS up, u(g, 6) AS ux
-        FROM (SELECT {first_g} + range AS g FROM range({n}))
-    ),
-    e1 AS (
-        SELECT *,
-            -- 70% of the traffic in the site's daytime (07-23 h local), the rest spread evenly
-            CASE WHEN ut < 0.7 THEN 7 + floor(16 * u(g, 7)) ELSE floor(24 * u(g, 7)) END AS lhour,
-            CASE WHEN ub < {BOT_RATE} THEN TRUE WHEN ub < {BOT_RATE + 0.001} THEN NULL ELSE FALSE END AS is_bot,
-            CASE WHEN ux < 0.86 THEN 'pageview' WHEN ux < 0.96 THEN 'request'
-                 ELSE ['signup', 'click', 'download', 'outbound:link'][1 + floor(4 * u(g, 8))::INT] END AS type
-        FROM base
-    ),
-    e2 AS (
-        SELECT *,
-            epoch_ms(timezone('{tz}', TIMESTAMP '{day.isoformat()} 00:00:00'
-                + to_microseconds((lhour * 3600e6 + floor(3600e6 * u(g, 9)))::BIGINT))) AS ts,
-            -- bots crawl evenly, people favour a few pages
-            floor({site.pages} * CASE WHEN is_bot THEN up ELSE pow(up, 3) END)::INT AS k,
-            floor({visitors} * pow(uv, 1.5))::INT AS v,
-            '{site.host}' AS host
-        FROM e1
-    ),
-    e3 AS (
-        SELECT *,
-            CASE WHEN u(g, 10) < 0.0002 THEN NULL WHEN k = 0 THEN '/'
-                 WHEN k % 41 = 7 THEN '/tags/caf%C3%A9-' || (k % 13)
-                 ELSE '{site.prefix}' || k END AS path,
-            CASE WHEN u(g, 11) < 0.01 THEN NULL
-                 ELSE substr(md5('{site.site_id}/{day}/' || v), 1, 16) END AS visitor_id,
-            {ref_domain} AS ref_domain
-        FROM e2
-    ),
-    events AS (
-        SELECT
-            concat_ws('-', substr(h, 1, 8), substr(h, 9, 4), '7' || substr(h, 14, 3), substr(h, 17, 4),
-                      substr(h, 21, 12)) AS event_id,
-            type, ts,
-            ts + CASE WHEN u(g, 12) < 0.02 THEN floor(6 * 3600e3 * u(g, 13))  -- late: an offline beacon
-                      ELSE 20 + floor(2000 * u(g, 13)) END::BIGINT AS received_at,
-            CASE WHEN path IS NULL THEN NULL ELSE 'https://' || host || path END AS url,
-            host, path,
-            CASE WHEN path IS NULL THEN NULL ELSE 'Page ' || k || ' - {site.site_id}' END AS title,
-            {referrer} AS referrer,
-            ref_domain,
-            {ref_type} AS ref_type,
-            CASE WHEN u(g, 14) < 0.05 THEN 'newsletter' END AS utm_source,
-            CASE WHEN u(g, 14) < 0.05 THEN 'email' END AS utm_medium,
-            CASE WHEN u(g, 14) < 0.05 THEN 'launch-' || floor(4 * u(g, 15))::INT END AS utm_campaign,
-            NULL::VARCHAR AS utm_term, NULL::VARCHAR AS utm_content,
-            visitor_id,
-            CASE WHEN is_bot THEN ['Googlebot', 'bingbot', 'AhrefsBot'][1 + floor(3 * u(g, 16))::INT]
-                 ELSE ['Chrome', 'Safari', 'Firefox', 'Edge'][1 + floor(4 * pow(u(g, 16), 2))::INT] END AS ua_browser,
-            CASE WHEN is_bot THEN NULL
-                 ELSE ['Windows', 'iOS', 'Android', 'macOS', 'Linux'][1 + floor(5 * u(g, 17))::INT] END AS ua_os,
-            CASE WHEN is_bot THEN 'bot' WHEN u(g, 17) < 0.4 THEN 'desktop' WHEN u(g, 17) < 0.95 THEN 'mobile'
-                 ELSE 'tablet' END AS ua_device,
-            coalesce(is_bot, FALSE) AS is_bot_flag, is_bot,
-            ['US', 'DE', 'IN', 'AU', 'GB', 'FR', 'CA', 'BR', 'JP', 'NL'][1 + floor(10 * pow(u(g, 18), 2))::INT]
-                AS country,
-            CASE WHEN type = 'request' THEN 'GET' END AS method,
-            CASE WHEN type = 'request' THEN CASE WHEN u(g, 19) < 0.97 THEN 200 ELSE 404 END END::INT AS status,
-            CASE WHEN type = 'request' THEN round(1 + 200 * pow(u(g, 20), 3), 3) END AS duration_ms,
-            CASE WHEN type NOT IN ('pageview', 'request') THEN '{{"plan":"pro"}}' END AS props,
-            (hash(coalesce(visitor_id, h)) % 6)::INT AS kafka_partition,
-            g AS kafka_offset
-        FROM (SELECT *, md5('{site.site_id}:' || g) AS h FROM e3)
-    ),
-    rows AS (
-        SELECT * FROM events
-        UNION ALL  -- re-delivered copies: same event, received later, a new offset, a later batch
-        SELECT * REPLACE (received_at + 1000 + floor(3 * 3600e3 * u(kafka_offset, 21))::BIGINT AS received_at,
-                          kafka_offset + 1000000000000 AS kafka_offset)
-        FROM events WHERE kafka_offset < {first_g + n_dup}
-    )
-    SELECT * EXCLUDE (is_bot_flag),
-        to_json({{event_id: event_id, site_id: '{site.site_id}', type: type, ts: ts, received_at: received_at,
-                  schema: 1, url: url, host: host, path: path, title: title, referrer: referrer,
-                  ref_domain: ref_domain, ref_type: ref_type, visitor_id: visitor_id,
-                  ua: {{browser: ua_browser, os: ua_os, device: ua_device, is_bot: is_bot_flag}},
-                  country: country}})::BLOB AS raw,
-        strftime(make_timestamptz(ts * 1000), '%Y-%m-%d') AS date,
-        strftime(make_timestamptz(ts * 1000), '%H') AS hour,
-        -- Which file: the archiver writes each batch as one file per partition, compaction merges an
-        -- hour's files without duplicates; what arrives later (re-deliveries, late events) sits in
-        -- files of its own, by arrival time.
-        CASE WHEN kafka_offset < 1000000000000 AND received_at - ts < 3600000 THEN 'compacted'
-             ELSE 'late' || (received_at // 21600000) END AS batch
-    FROM rows
-    ORDER BY date, hour, batch, kafka_partition, kafka_offset
-    """
+    site_id, host, tz, _, pages, prefix = site
+    return ARCHIVE_SQL.format(
+        site_id=site_id, host=host, tz=tz or DEFAULT_TZ, pages=pages, prefix=prefix, day=day, first_g=first_g, n=n,
+        dup_end=first_g + n_dup, visitors=visitors, bot_rate=BOT_RATE, bot_edge=BOT_RATE + 0.001,
+        ref_domain=ref_domain, ref_type=ref_type, referrer=referrer,
+    )  # fmt: skip
 
 
 def _arrow(result: Any) -> pa.Table:
@@ -249,22 +114,18 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
     days = [FIRST_DAY + dt.timedelta(days=i) for i in range(LOCAL_DAYS)]
     chunks = [(s, d) for s in SITES for d in days]
     # Weekends are a little quieter.
-    weights = [s.weight * (0.8 if d.weekday() >= 5 else 1.0) for s, d in chunks]
+    weights = [s[3] * (0.8 if d.weekday() >= 5 else 1.0) for s, d in chunks]
     per_chunk = _allocate(distinct, weights)
     dups = _allocate(events - distinct, per_chunk)
     tmp = root.with_name(root.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(
-        "CREATE MACRO u(g, k) AS (hash(g, k, $seed) >> 11)::DOUBLE / 9007199254740992.0".replace("$seed", str(seed))
-    )
-    files = rows = 0
-    first_g = 0
+    con.execute(f"CREATE MACRO u(g, k) AS (hash(g, k, {seed}) >> 11)::DOUBLE / 9007199254740992.0")
+    files = rows = first_g = 0
     names = [f.name for f in ARROW_SCHEMA]
     for number, ((site, day), n, n_dup) in enumerate(zip(chunks, per_chunk, dups, strict=True)):
-        visitors = max(1, n // 3)
-        table = _arrow(con.sql(_chunk_sql(site, day, first_g, n, n_dup, visitors)))
+        table = _arrow(con.sql(_chunk_sql(site, day, first_g, n, n_dup, max(1, n // 3))))
         first_g += n
         keys = pc.binary_join_element_wise(table["date"], table["hour"], table["batch"], "/")
         counts = pc.value_counts(keys)  # in order of first appearance, which is sorted order
@@ -273,7 +134,7 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
         for item in counts:
             key, count = item["values"].as_py(), item["counts"].as_py()
             date, hour, batch = key.split("/")
-            directory = tmp / EVENTS_DIR / f"site_id={site.site_id}" / f"date={date}" / f"hour={hour}"
+            directory = tmp / EVENTS_DIR / f"site_id={site[0]}" / f"date={date}" / f"hour={hour}"
             directory.mkdir(parents=True, exist_ok=True)
             pq.write_table(
                 data.slice(offset, count), directory / f"part-{number:03d}-{batch}.parquet", compression="zstd"
@@ -285,18 +146,11 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
     print()
     con.close()
     assert rows == events, (rows, events)
-    meta = {
-        "events": events,
-        "distinct_events": distinct,
-        "duplicates": events - distinct,
-        "seed": seed,
-        "generator_version": GEN_VERSION,
-        "files": files,
-        "bytes": sum(p.stat().st_size for p in tmp.rglob("*.parquet")),
-        "sites": {s.site_id: s.tz for s in SITES},
-        "local_days": [d.isoformat() for d in days],
-        "generated_s": round(time.monotonic() - started, 1),
-    }
+    meta = {"events": events, "distinct_events": distinct, "duplicates": events - distinct, "seed": seed,
+            "generator_version": GEN_VERSION, "files": files,
+            "bytes": sum(p.stat().st_size for p in tmp.rglob("*.parquet")), "sites": {s[0]: s[2] for s in SITES},
+            "local_days": [d.isoformat() for d in days],
+            "generated_s": round(time.monotonic() - started, 1)}  # fmt: skip
     (tmp / "archive.json").write_text(json.dumps(meta, indent=2) + "\n")
     shutil.rmtree(root, ignore_errors=True)
     tmp.rename(root)
@@ -304,7 +158,8 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
 
 
 def ensure_archive(events: int, seed: int, regenerate: bool) -> tuple[Path, dict[str, Any]]:
-    root = archive_root(events, seed)
+    """The cached archive's root and metadata, generated first when missing."""
+    root = CACHE / f"rollup-n{events}-s{seed}-g{GEN_VERSION}"
     if regenerate:
         shutil.rmtree(root, ignore_errors=True)
     if not (root / "archive.json").exists():
@@ -315,30 +170,8 @@ def ensure_archive(events: int, seed: int, regenerate: bool) -> tuple[Path, dict
 
 def rollup_days(meta: dict[str, Any]) -> list[str]:
     """Every local day the archive can touch: its local days and one either side."""
-    first = dt.date.fromisoformat(meta["local_days"][0]) - dt.timedelta(days=1)
-    last = dt.date.fromisoformat(meta["local_days"][-1]) + dt.timedelta(days=1)
-    return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
-
-
-# --------------------------------------------------------------------------------------------
-# the engines
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_s(pid: int | None = None) -> float:
-    """User + system CPU seconds of a process (this one by default), all its threads."""
-    if pid is None:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def machine_busy_s() -> float:
-    """CPU seconds all cores spent not idle since boot: with the engines' own, what else ran."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-    return (sum(values) - values[3] - values[4]) / TICK
+    first = dt.date.fromisoformat(meta["local_days"][0]) - dt.timedelta(days=1)  # the local days are consecutive
+    return [(first + dt.timedelta(days=i)).isoformat() for i in range(len(meta["local_days"]) + 2)]
 
 
 @dataclass
@@ -346,66 +179,40 @@ class Run:
     table: pa.Table
     wall_s: float
     cpu_s: float  # the engine's own CPU: the JVM's plus this process's for Spark, this process's for DuckDB
-    machine_s: float  # CPU seconds the whole machine was busy meanwhile
 
 
-def start_spark(driver_memory: str, master: str, conf: Sequence[str] = ()) -> Any:
+def start_spark(driver_memory: str) -> Any:
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("footfall-rollup-bench")
-        .config("spark.driver.memory", driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")  # as historical/rollups.py submits the job
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    )
-    for item in conf:
-        key, _, value = item.partition("=")
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    conf = {"spark.driver.memory": driver_memory, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",  # as historical/rollups.py submits the job
+            "spark.sql.execution.arrow.pyspark.enabled": "true"}  # fmt: skip
+    spark = SparkSession.builder.master("local[2]").appName("footfall-rollup-bench").config(map=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def run_spark(
-    spark: Any, root: Path, site_tz: dict[str, str | None], days: list[str], dimensions: Sequence[str]
-) -> Run:
-    """The job's extract and transforms (``rollup``), its breakdowns of ``dimensions`` as Arrow."""
+def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list[str]) -> Run:
+    """The job's read_events and transforms (``rollup``), its breakdowns of DIMENSIONS as Arrow."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.rollup import extract, zone_changes
+    from archive.reader import read_events
+    from spark_jobs.rollup import zone_changes
     from spark_jobs.transforms import rollup
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    machine, cpu, started = machine_busy_s(), process_cpu_s(jvm) + process_cpu_s(), time.monotonic()
-    events = extract(spark, root.as_uri(), sorted(site_tz), days)
+    cpu, started = cpu_seconds(jvm) + cpu_seconds(), time.monotonic()
+    events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
-    changes = zone_changes(set(site_tz.values()), days)
-    breakdowns = rollup(events, zones, days, changes)["breakdowns"]
-    result = breakdowns.where(F.col("dimension").isin(*dimensions)).select(*KEYS, "pageviews", "visitors")
-    table = result.toArrow()
-    wall = time.monotonic() - started
-    return Run(table, wall, process_cpu_s(jvm) + process_cpu_s() - cpu, machine_busy_s() - machine)
+    breakdowns = rollup(events, zones, days, zone_changes(set(site_tz.values()), days))["breakdowns"]
+    table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, "pageviews", "visitors").toArrow()
+    return Run(table, time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu)
 
 
-# The breakdown dimensions of spark_jobs.transforms._dimensions, over the columns of `wanted` below.
-DIMENSION_SQL = {
-    "page": "path",
-    "ref": "ref",
-    "refurl": "referrer",
-    "refpage": "ref || $sep || path",  # NULL when path is NULL, like Spark's concat
-    "ref_type": "ref_type",
-    "utm_source": "utm_source",
-    "utm_medium": "utm_medium",
-    "utm_campaign": "utm_campaign",
-    "browser": "ua_browser",
-    "os": "ua_os",
-    "device": "ua_device",
-    "country": "country",
-}
-
+# The breakdowns of spark_jobs.transforms measured here (DIMENSIONS), written from its rules.
+# The referrer label (footfall_capture.events.ref_label): the domain, else "(unknown)" when a
+# referrer was sent, else "(direct)". The local day of every row: one ICU time zone conversion
+# per row, as Spark does it. refpage is NULL when path is NULL, like Spark's concat.
 DUCKDB_SQL = """
 WITH archive AS (
     SELECT * FROM read_parquet($files, hive_partitioning = true,
@@ -419,12 +226,19 @@ deduped AS (  -- one row per (site_id, event_id): the copy received first
 ),
 zones AS (SELECT site_id, min(tz) AS tz FROM site_tz GROUP BY site_id),
 pageviews AS (  -- human page views on the site's wall clock, with their referrer label
-{pageviews}
+    SELECT d.*, CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain
+                     WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END AS ref,
+           CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz(d.ts * 1000)) AS DATE) AS VARCHAR) AS day
+    FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id
     WHERE NOT coalesce(d.is_bot, FALSE) AND d.type = 'pageview'
 ),
 wanted AS MATERIALIZED (SELECT * FROM pageviews WHERE day IN (SELECT unnest($days))),
 dimensions AS (
-{dimensions}
+    SELECT site_id, day, 'page' AS dimension, path AS value, visitor_id FROM wanted
+    UNION ALL
+    SELECT site_id, day, 'ref' AS dimension, ref AS value, visitor_id FROM wanted
+    UNION ALL
+    SELECT site_id, day, 'refpage' AS dimension, ref || $sep || path AS value, visitor_id FROM wanted
 )
 SELECT site_id, day, dimension, value, count(*) AS pageviews, count(DISTINCT visitor_id) AS visitors
 FROM dimensions WHERE value IS NOT NULL
@@ -432,260 +246,107 @@ GROUP BY site_id, day, dimension, value
 """
 
 
-# The referrer label (footfall_capture.events.ref_label): the domain, else "(unknown)" when a
-# referrer was sent, else "(direct)".
-_REF = (
-    "CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain"
-    " WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END"
-)
-_LOCAL_DAY = "CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz({micros})) AS DATE) AS VARCHAR)"
-# The local day of every row: one ICU time zone conversion per row, as Spark does it ...
-PAGEVIEWS_PER_ROW = f"""    SELECT d.*, {_REF} AS ref,
-           {_LOCAL_DAY.format(micros="d.ts * 1000")} AS day
-    FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id"""
-# ... or one per site and UTC minute, joined back: exact, as zone offsets change on whole minutes,
-# and DuckDB's ICU conversion is most of its CPU time otherwise (--duckdb-tz minute).
-PAGEVIEWS_PER_MINUTE = f"""    SELECT d.*, {_REF} AS ref, m.day
-    FROM deduped d JOIN (
-        SELECT site_id, minute, {_LOCAL_DAY.format(micros="minute * 60000000")} AS day
-        FROM (SELECT DISTINCT site_id, ts // 60000 AS minute FROM deduped) LEFT JOIN zones z USING (site_id)
-    ) m ON m.site_id = d.site_id AND m.minute = d.ts // 60000"""
-
-
-def duckdb_sql(dimensions: Sequence[str], tz_mode: str = "row") -> str:
-    selects = [
-        f"    SELECT site_id, day, '{d}' AS dimension, {DIMENSION_SQL[d]} AS value, visitor_id FROM wanted"
-        for d in dimensions
-    ]
-    pageviews = PAGEVIEWS_PER_MINUTE if tz_mode == "minute" else PAGEVIEWS_PER_ROW
-    return DUCKDB_SQL.replace("{pageviews}", pageviews).replace("{dimensions}", "\n    UNION ALL\n".join(selects))
-
-
-def run_duckdb(
-    root: Path,
-    site_tz: dict[str, str | None],
-    days: list[str],
-    dates: list[str],
-    dimensions: Sequence[str],
-    threads: int,
-    memory: str,
-    tz_mode: str = "row",
-) -> Run:
-    """The same breakdowns by DuckDB: a fresh in-memory database reading the same files."""
-    machine, cpu, started = machine_busy_s(), process_cpu_s(), time.monotonic()
-    con = duckdb.connect(config={"threads": threads, "memory_limit": memory})
+def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], dates: list[str], memory: str) -> Run:
+    """The same breakdowns by DuckDB (2 threads): a fresh in-memory database reading the same files."""
+    cpu, started = cpu_seconds(), time.monotonic()
+    con = duckdb.connect(config={"threads": 2, "memory_limit": memory})
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("CREATE TABLE site_tz (site_id VARCHAR, tz VARCHAR)")
         con.executemany("INSERT INTO site_tz VALUES (?, ?)", list(site_tz.items()))
-        params = {
-            "files": f"{root / EVENTS_DIR}/*/*/*/*.parquet",
-            "dates": dates,
-            "sites": sorted(site_tz),
-            "days": days,
-            "default_tz": DEFAULT_TZ,
-            "direct": DIRECT,
-            "unknown": UNKNOWN,
-        }
-        if "refpage" in dimensions:
-            params["sep"] = REFPAGE_SEP
-        table = _arrow(con.execute(duckdb_sql(dimensions, tz_mode), params))
+        params = {"files": f"{root / EVENTS_DIR}/*/*/*/*.parquet", "dates": dates, "sites": sorted(site_tz),
+                  "days": days, "default_tz": DEFAULT_TZ, "direct": REF_DIRECT, "unknown": REF_UNKNOWN,
+                  "sep": REFPAGE_SEPARATOR}  # fmt: skip
+        table = _arrow(con.execute(DUCKDB_SQL, params))
     finally:
         con.close()
-    wall = time.monotonic() - started
-    return Run(table, wall, process_cpu_s() - cpu, machine_busy_s() - machine)
-
-
-# --------------------------------------------------------------------------------------------
-# comparison and report
-
-_RESULT = pa.schema([(k, pa.string()) for k in KEYS] + [("pageviews", pa.int64()), ("visitors", pa.int64())])
+    return Run(table, time.monotonic() - started, cpu_seconds() - cpu)
 
 
 def compare(spark_rows: pa.Table, duck_rows: pa.Table) -> tuple[int, list[tuple]]:
     """(number of differing rows, the first 20): rows missing on either side or with other figures."""
-    con = duckdb.connect()
-    try:
-        con.register("s", spark_rows.select(_RESULT.names).cast(_RESULT))
-        con.register("d", duck_rows.select(_RESULT.names).cast(_RESULT))
+    schema = pa.schema([(k, pa.string()) for k in KEYS] + [("pageviews", pa.int64()), ("visitors", pa.int64())])
+    with duckdb.connect() as con:
+        con.register("s", spark_rows.select(schema.names).cast(schema))
+        con.register("d", duck_rows.select(schema.names).cast(schema))
         diff = """
-            SELECT site_id, day, dimension, value,
-                   s.pageviews AS spark_pageviews, d.pageviews AS duckdb_pageviews,
+            SELECT site_id, day, dimension, value, s.pageviews AS spark_pageviews, d.pageviews AS duckdb_pageviews,
                    s.visitors AS spark_visitors, d.visitors AS duckdb_visitors
             FROM s FULL JOIN d USING (site_id, day, dimension, value)
             WHERE s.pageviews IS DISTINCT FROM d.pageviews OR s.visitors IS DISTINCT FROM d.visitors
         """
-        count = con.sql(f"SELECT count(*) FROM ({diff})").fetchone()[0]
-        first = con.sql(f"{diff} ORDER BY ALL LIMIT 20").fetchall()
-    finally:
-        con.close()
-    return count, first
+        count = con.sql(f"SELECT count(*) FROM ({diff})").fetchone()
+        return count[0] if count else 0, con.sql(f"{diff} ORDER BY ALL LIMIT 20").fetchall()
 
 
-def summary(table: pa.Table) -> dict[str, Any]:
-    con = duckdb.connect()
-    try:
-        con.register("t", table)
-        rows = con.sql(
-            "SELECT dimension, count(*), sum(pageviews), count(DISTINCT site_id || day) FROM t GROUP BY 1 ORDER BY 1"
-        ).fetchall()
-    finally:
-        con.close()
-    return {d: {"rows": n, "pageviews": int(pv), "site_days": sd} for d, n, pv, sd in rows}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=10_000_000, help="archive rows, duplicates included")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--dimensions",
-        default=",".join(DIMENSIONS),
-        help=f"breakdowns to compute and compare, or 'all' ({','.join(DIMENSION_SQL)})",
-    )
-    parser.add_argument("--rounds", type=int, default=1, help="runs of each engine (order alternates); median")
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--driver-memory", default="4g", help="spark.driver.memory (local mode: all of Spark)")
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
-    parser.add_argument("--duckdb-threads", type=int, default=2)
-    parser.add_argument("--duckdb-memory", default="4GB")
-    parser.add_argument(
-        "--duckdb-tz",
-        choices=("row", "minute"),
-        default="row",
-        help="local day per row (like Spark) or per site and UTC minute (faster in DuckDB)",
-    )
-    parser.add_argument("--regenerate", action="store_true", help="rebuild the cached archive")
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    dimensions = list(DIMENSION_SQL) if args.dimensions == "all" else args.dimensions.split(",")
-    if unknown := set(dimensions) - set(DIMENSION_SQL):
-        parser.error(f"unknown dimensions: {sorted(unknown)}")
+def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, Any]:
+    """Both engines, alternating, ``args.rounds`` times each; their breakdowns compared row by row."""
+    from archive.reader import utc_dates_for
 
     root, meta = ensure_archive(args.events, args.seed, args.regenerate)
     site_tz: dict[str, str | None] = meta["sites"]
     days = rollup_days(meta)
-    from spark_jobs.rollup import utc_dates_for
-
-    dates = utc_dates_for(days)
-    print(
-        f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
-        f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}; "
-        f"breakdowns: {','.join(dimensions)}"
-    )
-    load_before = os.getloadavg()
-
-    t0 = time.monotonic()
-    spark = start_spark(args.driver_memory, args.master, args.spark_conf)
+    print(f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
+          f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}")  # fmt: skip
+    load_before, t0 = os.getloadavg(), time.monotonic()
+    spark = start_spark(args.driver_memory)
+    cleanup.callback(spark.stop)
     spark_start = time.monotonic() - t0
     runs: dict[str, list[Run]] = {"spark": [], "duckdb": []}
-    try:
-        for number in range(args.rounds):
-            order = ("spark", "duckdb") if number % 2 == 0 else ("duckdb", "spark")
-            for engine in order:
-                if engine == "spark":
-                    run = run_spark(spark, root, site_tz, days, dimensions)
-                else:
-                    run = run_duckdb(
-                        root, site_tz, days, dates, dimensions, args.duckdb_threads, args.duckdb_memory, args.duckdb_tz
-                    )
-                runs[engine].append(run)
-                print(
-                    f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s, "
-                    f"machine busy {run.machine_s:8.1f} s ({run.table.num_rows:,} result rows)",
-                    flush=True,
-                )
-    finally:
-        spark.stop()
-    load_after = os.getloadavg()
-
-    results = {engine: values[-1].table for engine, values in runs.items()}
-    differing, first = compare(results["spark"], results["duckdb"])
+    for number in range(args.rounds):
+        for engine in ("spark", "duckdb") if number % 2 == 0 else ("duckdb", "spark"):
+            run = run_spark(spark, root, site_tz, days) if engine == "spark" else run_duckdb(
+                root, site_tz, days, utc_dates_for(days), args.duckdb_memory)  # fmt: skip
+            runs[engine].append(run)
+            print(f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s "
+                  f"({run.table.num_rows:,} result rows)", flush=True)  # fmt: skip
+    differing, first = compare(runs["spark"][-1].table, runs["duckdb"][-1].table)
     wall = {engine: statistics.median(r.wall_s for r in values) for engine, values in runs.items()}
     cpu = {engine: statistics.median(r.cpu_s for r in values) for engine, values in runs.items()}
     ratio = wall["spark"] / wall["duckdb"]
-    cpu_ratio = cpu["spark"] / cpu["duckdb"]
-    rate = {engine: args.events / wall[engine] for engine in wall}
-    goal_met = ratio <= GOAL_RATIO
-    identical = differing == 0
+    return {
+        "benchmark": "rollup", "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "archive": {**meta, "path": str(root)}, "rollup_days": days, "dimensions": DIMENSIONS,
+        "config": {k: v for k, v in vars(args).items() if k not in {"out", "regenerate"}},
+        **{engine: {"wall_s": round(wall[engine], 3), "events_per_s": round(args.events / wall[engine]),
+                    "cpu_s": round(cpu[engine], 2), "result_rows": values[-1].table.num_rows,
+                    "rounds": [{"wall_s": round(r.wall_s, 3), "cpu_s": round(r.cpu_s, 2)} for r in values]}
+           for engine, values in runs.items()},
+        "spark_session_start_s": round(spark_start, 3), "ratio_spark_duckdb": round(ratio, 3),
+        "cpu_ratio_spark_duckdb": round(cpu["spark"] / cpu["duckdb"], 3), "goal_ratio": GOAL_RATIO,
+        "goal_met": ratio <= GOAL_RATIO, "identical": differing == 0, "ok": differing == 0,
+        "differing_rows": differing, "mismatches": [list(map(str, r)) for r in first],
+        "machine": {**machine(), "loadavg_before": [round(x, 2) for x in load_before], "duckdb": duckdb.__version__,
+                    "pyarrow": pa.__version__, "pyspark": importlib.metadata.version("pyspark")},
+    }  # fmt: skip
 
-    print()
-    print(f"{'engine':8} {'wall s':>9} {'events/s':>12} {'cpu s':>9} {'spark/duckdb':>13} {'goal <= 5x':>11}")
-    print(
-        f"{'spark':8} {wall['spark']:9.2f} {rate['spark']:12,.0f} {cpu['spark']:9.1f} {ratio:13.2f} "
-        f"{'met' if goal_met else 'MISSED':>11}"
-    )
-    print(f"{'duckdb':8} {wall['duckdb']:9.2f} {rate['duckdb']:12,.0f} {cpu['duckdb']:9.1f}")
-    print(
-        f"CPU-time ratio spark/duckdb: {cpu_ratio:.2f}. Spark session start (not in the wall time): "
-        f"{spark_start:.1f} s; with it the ratio is {(wall['spark'] + spark_start) / wall['duckdb']:.2f}. "
-        f"Load average (1 min) before: {load_before[0]:.1f}, after: {load_after[0]:.1f}, on {os.cpu_count()} CPUs."
-    )
-    print(
-        f"figures identical: {'yes' if identical else 'NO'} ({results['spark'].num_rows:,} Spark rows, "
-        f"{results['duckdb'].num_rows:,} DuckDB rows, {differing:,} differing)"
-    )
-    for row in first:
+
+def print_table(doc: dict[str, Any]) -> None:
+    ratio = doc["ratio_spark_duckdb"]
+    print(f"\n{'engine':8} {'wall s':>9} {'events/s':>12} {'cpu s':>9} {'spark/duckdb':>13} {'goal <= 5x':>11}")
+    for engine in ("spark", "duckdb"):
+        verdict = f"{ratio:13.2f} {'met' if doc['goal_met'] else 'MISSED':>11}" if engine == "spark" else ""
+        e = doc[engine]
+        print(f"{engine:8} {e['wall_s']:9.2f} {e['events_per_s']:12,} {e['cpu_s']:9.1f} {verdict}")
+    print(f"CPU-time ratio spark/duckdb: {doc['cpu_ratio_spark_duckdb']:.2f}; Spark session start (not in the wall "
+          f"time) {doc['spark_session_start_s']:.1f} s; figures identical: {'yes' if doc['identical'] else 'NO'} "
+          f"({doc['spark']['result_rows']:,} Spark rows, {doc['differing_rows']:,} differing)")  # fmt: skip
+    for row in doc["mismatches"]:
         print("  mismatch:", row)
 
-    def engine_report(engine: str) -> dict[str, Any]:
-        values = runs[engine]
-        return {
-            "wall_s": round(wall[engine], 3),
-            "events_per_s": round(rate[engine]),
-            "cpu_s": round(cpu[engine], 2),
-            "rounds": [
-                {"wall_s": round(r.wall_s, 3), "cpu_s": round(r.cpu_s, 2), "machine_busy_s": round(r.machine_s, 1)}
-                for r in values
-            ],
-            "result_rows": results[engine].num_rows,
-        }
 
-    report = {
-        "benchmark": "rollup",
-        "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "archive": {**meta, "path": str(root)},
-        "rollup_days": days,
-        "dimensions": dimensions,
-        "config": {
-            "master": args.master,
-            "driver_memory": args.driver_memory,
-            "spark_conf": args.spark_conf,
-            "duckdb_threads": args.duckdb_threads,
-            "duckdb_memory": args.duckdb_memory,
-            "duckdb_tz": args.duckdb_tz,
-            "rounds": args.rounds,
-        },
-        "spark": {**engine_report("spark"), "session_start_s": round(spark_start, 3)},
-        "duckdb": engine_report("duckdb"),
-        "ratio_spark_duckdb": round(ratio, 3),
-        "cpu_ratio_spark_duckdb": round(cpu_ratio, 3),
-        "goal_ratio": GOAL_RATIO,
-        "goal_met": goal_met,
-        "identical": identical,
-        "differing_rows": differing,
-        "mismatches": [list(map(str, row)) for row in first],
-        "result_summary": summary(results["spark"]),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "loadavg_before": [round(x, 2) for x in load_before],
-            "loadavg_after": [round(x, 2) for x in load_after],
-            "python": platform.python_version(),
-            "duckdb": duckdb.__version__,
-            "pyarrow": pa.__version__,
-            "pyspark": _pyspark_version(),
-        },
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 0 if identical else 1
-
-
-def _pyspark_version() -> str:
-    import pyspark
-
-    return pyspark.__version__
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.rollup_bench", description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("--events", type=int, default=10_000_000, help="archive rows, duplicates included (default 10,000,000)")
+    add("--seed", type=int, default=42)
+    add("--rounds", type=int, default=1, help="runs of each engine (order alternates); medians")
+    add("--driver-memory", default="4g", help="spark.driver.memory (local mode: all of Spark)")
+    add("--duckdb-memory", default="4GB")
+    add("--regenerate", action="store_true", help="rebuild the cached archive")
+    add("--out", type=Path, default=OUT / "rollup.json")
+    args = parser.parse_args(argv)
+    return run_main(lambda cleanup: run(args, cleanup), print_table, args.out)
 
 
 if __name__ == "__main__":

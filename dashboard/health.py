@@ -4,43 +4,17 @@ the others on screen, with a message saying which one failed and what to do."""
 
 from __future__ import annotations
 
-import threading
-import time
 from zoneinfo import ZoneInfo
 
 from dash import Dash, Input, Output, no_update
-from pymongo import DESCENDING
 
-from api.query.runtime import get_service
 from collector.runtime import footfall_config
 from dashboard import figures, messages, tables
 from dashboard.access import current
 from dashboard.layout import HEALTH_REFRESH_MS
-from historical.archiver import GROUP as ARCHIVER_GROUP
-from historical.store import RECONCILIATION, RUNS
-from realtime.health import consumer_lag, realtime_health
-from realtime.runtime import GROUP as REALTIME_GROUP
-from realtime.runtime import get_store
+from query.runtime import get_health, get_service
 
 DAYS_SHOWN = 14
-KAFKA_TTL_S = 10.0  # consumer lag costs Kafka round trips: at most one reading per process per 10 s
-
-_kafka_lock = threading.Lock()
-_kafka_cache: dict[str, object] = {}
-
-
-def _pipeline() -> dict[str, object]:
-    """The realtime layer's health and the archiver's lag (cached briefly; raises if Kafka is down)."""
-    with _kafka_lock:
-        if time.monotonic() - float(_kafka_cache.get("at", -1e9)) < KAFKA_TTL_S:
-            return dict(_kafka_cache["value"])  # type: ignore[arg-type]
-        cfg = footfall_config()
-        value = {
-            "realtime": realtime_health(cfg, get_store(), REALTIME_GROUP),
-            "archiver_lag": sum(consumer_lag(cfg, ARCHIVER_GROUP, cfg.events_topic).values()),
-        }
-        _kafka_cache.update(at=time.monotonic(), value=value)
-        return value
 
 
 OUTPUTS = [
@@ -78,12 +52,14 @@ def register(app: Dash) -> None:
         out: dict[str, object] = {}
         problems: list[str] = []
 
-        store = get_store()
+        health = get_health()
         try:
-            last = store.client.zrevrange(store.layout.active(site.site_id), 0, 0, withscores=True)
-            stats = {k.decode(): int(v) for k, v in store.client.hgetall(store.layout.stats).items()}
-            last_ms = int(last[0][1]) if last else None
-            out["last"] = (tables.ago(last_ms, now_ms), "event time of the newest counted event (realtime layer)")
+            speed = health.speed_layer(site.site_id)
+            stats = speed.stats
+            out["last"] = (
+                tables.ago(speed.last_event_ms, now_ms),
+                "event time of the newest counted event (realtime layer)",
+            )
             invalid = tables.invalid_rows(stats)
             out["invalid"] = (
                 figures.fmt_number(stats.get("invalid", 0)),
@@ -96,7 +72,7 @@ def register(app: Dash) -> None:
             problems.append(messages.problem(exc, cfg))
 
         try:
-            pipe = _pipeline()
+            pipe = health.lag()
             rt = pipe["realtime"]
             out["rt"] = (
                 figures.fmt_number(rt["lag_total"]),
@@ -107,9 +83,7 @@ def register(app: Dash) -> None:
             problems.append(messages.problem(exc, cfg))
 
         try:
-            db = service.db
-            runs = list(db[RUNS].find({"site_id": site.site_id}).sort("day", DESCENDING).limit(DAYS_SHOWN))
-            drift = list(db[RECONCILIATION].find({"site_id": site.site_id}).sort("day", DESCENDING).limit(DAYS_SHOWN))
+            runs, drift = health.batch_days(site.site_id, DAYS_SHOWN)
             out["runs"] = (tables.rollup_rows(runs, tz), bool(runs))
             out["drift"] = (tables.drift_rows(drift, tz), bool(drift))
         except Exception as exc:

@@ -9,11 +9,12 @@ from zoneinfo import ZoneInfo
 
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from api.query.params import DIMENSIONS, FILTER_DIMENSIONS, MAX_LIMIT, Filter
-from api.query.runtime import get_service
 from dashboard import figures, messages, tables
 from dashboard.access import SiteChoice, current, problem_for_viewer
 from dashboard.ranges import DayRange, RangeError, resolve, today_in
+from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS
+from query.params import MAX_LIMIT, Filter
+from query.runtime import get_service
 
 log = logging.getLogger(__name__)
 METRICS = list(figures.METRIC_LABELS)
@@ -37,7 +38,7 @@ def _day_range(store: dict | None) -> tuple[SiteChoice, DayRange, bool] | None:
 def _filter(store: dict | None) -> Filter | None:
     if not store or store.get("dimension") not in FILTER_DIMENSIONS:
         return None
-    return Filter(DIMENSIONS[store["dimension"]], str(store["value"]))
+    return Filter(API_DIMENSIONS[store["dimension"]], str(store["value"]))
 
 
 def cards(aggregate: dict, compare: bool) -> list[object]:
@@ -171,7 +172,7 @@ def register(app: Dash) -> None:
     )
     def breakdown(store: dict | None, dimension: str, filter_store: dict | None) -> tuple:
         resolved = _day_range(store)
-        if resolved is None or dimension not in DIMENSIONS:
+        if resolved is None or dimension not in API_DIMENSIONS:
             return (no_update,) * 8
         site, rng, _ = resolved
         plan = tables.plan_breakdown(dimension, filter_store)
@@ -240,7 +241,7 @@ def register(app: Dash) -> None:
     )
     def export(_clicks: int, store: dict | None, dimension: str, filter_store: dict | None) -> object:
         resolved = _day_range(store)
-        if resolved is None or dimension not in DIMENSIONS:
+        if resolved is None or dimension not in API_DIMENSIONS:
             return no_update
         site, rng, _ = resolved
         plan = tables.plan_breakdown(dimension, filter_store)

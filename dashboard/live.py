@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 
 from dash import Dash, Input, Output, no_update
 
-from api.query.runtime import get_service
 from dashboard import figures, messages, tables
 from dashboard.access import current, problem_for_viewer
 from dashboard.layout import LIVE_REFRESH_MS
+from query.runtime import get_service
 
 log = logging.getLogger(__name__)
 LIMIT = 10

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-import redis
-from confluent_kafka import KafkaException
-from pymongo.errors import PyMongoError
-
-from realtime.queries import QueryError
+from footfall.vocabulary import QueryError
+from query.health import failed_store
 
 START_STACK = "start the stack with deploy/local/up.sh (or `python -m deploy.local.stack start {service}`)"
 
@@ -61,19 +58,20 @@ def problem(exc: BaseException, cfg: object = None, *, public: bool = False) -> 
         return f"The query was refused ({exc.parameter}: {exc}). Change the range or filter and try again."
     if public:
         return UNAVAILABLE_PUBLIC
-    if isinstance(exc, redis.RedisError):
+    store = failed_store(exc)
+    if store == "redis":
         at = where(getattr(cfg, "redis_url", "REDIS_URL"))
         return (
             f"Redis ({at}) is not answering, so live numbers are unavailable: "
             f"{START_STACK.format(service='redis')}, or check REDIS_URL."
         )
-    if isinstance(exc, PyMongoError):
+    if store == "mongo":
         at = where(getattr(cfg, "mongo_url", "MONGO_URL"))
         return (
             f"MongoDB ({at}) is not answering, so settled days are unavailable: "
             f"{START_STACK.format(service='mongo')}, or check MONGO_URL."
         )
-    if isinstance(exc, KafkaException):
+    if store == "kafka":
         at = getattr(cfg, "kafka_bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS")
         return (
             f"Kafka ({where(at) if '@' in str(at) else at}) is not answering, so consumer lag is unknown: "

@@ -11,8 +11,8 @@ import datetime as dt
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from api.query.params import MAX_RANGE, Range
-from api.query.plan import local_midnight
+from query.params import MAX_RANGE, Range
+from query.plan import local_midnight
 
 PRESETS = {"today": 1, "7d": 7, "30d": 30, "90d": 90}
 PRESET_LABELS = {"today": "Today", "7d": "7 days", "30d": "30 days", "90d": "90 days", "custom": "Custom"}

@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 from dash.dash_table.Format import Format, Scheme
 
-from api.query.params import DIMENSIONS, FILTER_DIMENSIONS
-from api.renderers import CsvRenderer
+from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS
+from query.export import to_csv
 
 DIMENSION_TITLES = {
     "pages": "Pages",
@@ -44,7 +44,7 @@ VALUE_TITLES = {
     "devices": "Device",
     "countries": "Country",
 }
-assert set(DIMENSION_TITLES) == set(DIMENSIONS), "every API dimension has a tab"
+assert set(DIMENSION_TITLES) == set(API_DIMENSIONS), "every API dimension has a tab"
 # Clicking a row filters by it and, for the two halves of the referrer→page flows, shows the other half.
 PARTNER = {"pages": "referrers", "referrers": "pages"}
 TABLE_LIMIT = 100  # rows per breakdown table (the CSV export has them all, up to 1,000 per request)
@@ -101,7 +101,7 @@ def plan_breakdown(dimension: str, filter_: Mapping[str, str] | None) -> Breakdo
     The rollups keep each dimension on its own except referrer → page pairs, so a filter
     narrows the pages table (by referrer) and the referrers table (by page); any other
     table under a filter shows the whole site and says so."""
-    store = DIMENSIONS[dimension]
+    store = API_DIMENSIONS[dimension]
     if not filter_:
         return BreakdownPlan(store)
     fdim, value = filter_.get("dimension"), filter_.get("value")
@@ -211,4 +211,4 @@ def invalid_rows(stats: Mapping[str, int]) -> list[dict[str, object]]:
 def csv_text(rows: Iterable[Mapping[str, object]], metrics: Iterable[str]) -> str:
     """The Download CSV of a breakdown table: the API's CSV of the same rows, so an empty
     table still has its header row (``value`` and the metrics)."""
-    return CsvRenderer().render({"results": list(rows), "metrics": list(metrics)}).decode()
+    return to_csv({"results": list(rows), "metrics": list(metrics)})

@@ -5,7 +5,7 @@ Run one or more workers and exactly one beat process::
     celery -A footfall.celery_app worker --loglevel INFO
     celery -A footfall.celery_app beat --loglevel INFO --schedule <dir>/celerybeat-schedule --pidfile <dir>/beat.pid
 
-Tasks live next to the domain code they wrap (``historical/tasks.py``) and are found by
+Tasks live next to the domain code they wrap (``<app>/tasks.py``) and are found by
 autodiscovery; every ``CELERY_*`` Django setting configures the app, the beat schedule
 included (:mod:`footfall.celery_schedule`).
 """

@@ -32,12 +32,12 @@ SCHEDULE = {
         "options": {"expires": 3000},
     },
     "realtime-housekeeping": {
-        "task": "historical.tasks.realtime_housekeeping",
+        "task": "realtime.tasks.realtime_housekeeping",
         "schedule": 60.0,
         "options": {"expires": 55},
     },
     "replay-spool": {
-        "task": "historical.tasks.replay_spool",
+        "task": "collector.tasks.replay_spool",
         "schedule": 300.0,
         "options": {"expires": 290},
     },

@@ -42,7 +42,9 @@ INSTALLED_APPS = [
     # Labelled footfall_<folder> (see each apps.py).
     "collector",
     "realtime",
+    "archive",
     "historical",
+    "query",
     "api",
     "dashboard",
 ]
@@ -129,7 +131,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # One name for the metric choices (a parameter and a response field share them); without
     # it the schema check warns (drf_spectacular.W001), so `check --deploy` is not clean.
-    "ENUM_NAME_OVERRIDES": {"MetricEnum": "api.query.params.METRICS"},
+    "ENUM_NAME_OVERRIDES": {"MetricEnum": "footfall.vocabulary.METRICS"},
 }
 
 # The cache holds the API's per-key rate-limit counters, shared by every web process; it

@@ -17,12 +17,15 @@ Contract of :func:`run_until_stopped`:
 
 from __future__ import annotations
 
+import argparse
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType
-from typing import Protocol
+from typing import Any, Protocol
+
+from footfall.kafka_client import REJOIN_LIMIT_S, GroupWatch
 
 log = logging.getLogger(__name__)
 
@@ -65,3 +68,35 @@ def run_until_stopped(
             log.error("%s failed (%s); restarting in %.0fs", name, exc, backoff)
             time.sleep(backoff)
             backoff = min(backoff * 2, max_backoff_s)
+
+
+def add_consumer_arguments(
+    parser: argparse.ArgumentParser, *, group: str, batch_size: int, batch_time: float, batch_help: str
+) -> None:
+    """The options every consumer command takes (read back by :func:`consumer_options`)."""
+    parser.add_argument("--group", default=group, help=f"consumer group (default {group})")
+    parser.add_argument("--topic", default=None, help="topic (default: the events topic)")
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--batch-time", type=float, default=batch_time, help=batch_help)
+    parser.add_argument(
+        "--session-timeout-ms", type=int, default=45_000, help="how soon a dead consumer's partitions move (ms)"
+    )
+    parser.add_argument(
+        "--rejoin-limit-s",
+        type=float,
+        default=REJOIN_LIMIT_S,
+        help=f"seconds out of the consumer group before the consumer is rebuilt (default {REJOIN_LIMIT_S:g})",
+    )
+
+
+def consumer_options(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of :func:`add_consumer_arguments` as keyword arguments of the processor
+    builders (``build_archiver``, ``build_processor``), with a fresh group watch."""
+    return {
+        "group": str(opts["group"]),
+        "topic": opts["topic"] and str(opts["topic"]),
+        "max_batch_size": int(opts["batch_size"]),
+        "max_batch_time": float(opts["batch_time"]),
+        "session_timeout_ms": int(opts["session_timeout_ms"]),
+        "watch": GroupWatch(float(opts["rejoin_limit_s"])),
+    }

@@ -18,7 +18,7 @@ spans between consecutive boundaries, each named by its UTC start. So:
 
 Everything is computed in UTC: Python compares datetimes of one zone by wall clock, which
 is wrong across a change. The rollup (Spark, ``spark_jobs.transforms.localize``) computes the
-same buckets per event; the query layer (``api.query.plan``) and the load step use these.
+same buckets per event; the query layer (``query.plan``) and the load step use these.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""Running the rollup job: ``spark-submit`` of :mod:`spark_jobs.rollup`, then reconciliation.
+"""Running the rollup job: ``spark-submit`` of :mod:`spark_jobs.rollup`.
 
 One code path for every master: ``local[*]`` runs Spark on this machine, ``spark://…``,
 ``yarn`` or ``k8s://…`` on a cluster; the driver runs here (client mode), so it reaches
 MongoDB and reports progress on its stdout. A failed job raises :class:`RollupFailed`
 with the end of Spark's output; documents of the days it finished are complete, the rest
-are untouched or repaired by the next run (loads replace whole days).
+are untouched or repaired by the next run (loads replace whole days). After a successful
+run, :data:`historical.signals.rollup_finished` lets the query layer reconcile the days.
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ from pathlib import Path
 
 from collector.models import Site
 from footfall.config import Config
-from historical.reconcile import reconcile_day
+from historical.signals import rollup_finished
 from historical.store import connect, has_clock_change, legacy_hour_days
-from realtime.queries import RealtimeQueries
-from realtime.runtime import get_store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -74,7 +73,7 @@ def run_rollup(
     master: str | None = None,
     on_day: Callable[[str, str], None] = lambda site, day: None,
 ) -> RollupResult:
-    """Roll up ``[first, last]`` (local days) for the sites, then reconcile each day."""
+    """Roll up ``[first, last]`` (local days) for the sites, then announce the days loaded."""
     if last < first:
         raise ValueError("the last day is before the first")
     zones = site_zones(site_ids)
@@ -97,15 +96,8 @@ def run_rollup(
     stderr = proc.stderr.read() if proc.stderr else ""
     if proc.wait() != 0:
         raise RollupFailed(f"spark job failed (exit {proc.returncode}):\n{stderr[-4000:]}")
-    client, db = connect(cfg.mongo_url, cfg.mongo_db)
-    try:
-        realtime = RealtimeQueries(get_store())
-        for site, day in result.days:
-            drift = reconcile_day(db, realtime, site, day, zones[site])
-            if drift is not None:
-                result.drift[f"{site}|{day}"] = drift
-    finally:
-        client.close()
+    for _receiver, drift in rollup_finished.send(sender=run_rollup, cfg=cfg, days=result.days, zones=zones):
+        result.drift.update(drift or {})
     return result
 
 

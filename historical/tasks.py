@@ -1,8 +1,8 @@
 """Celery tasks of the batch layer: thin wrappers around domain functions.
 
-All are idempotent (a rollup replaces whole days, compaction keeps every event id,
-housekeeping only deletes what is expired), so ``acks_late`` redelivery after a worker
-crash is harmless. A lock in Redis keeps two rollups (or a rollup and a compaction, which
+All are idempotent (a rollup replaces whole days, compaction keeps every event id), so
+``acks_late`` redelivery after a worker crash is harmless. A lock in Redis keeps two
+rollups (or a rollup and a compaction, which
 deletes files a running Spark job may have listed) from running at once, even if two beat
 processes were started by mistake.
 
@@ -14,9 +14,7 @@ log, so a failed night is visible to operators, not only to Celery.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
-import time
 from collections.abc import Mapping
 from zoneinfo import ZoneInfo
 
@@ -24,13 +22,11 @@ import redis
 from celery import shared_task
 from pymongo.errors import PyMongoError
 
-from collector.runtime import footfall_config, get_sink
-from historical.archive import Archive
+from archive.store import Archive
+from collector.runtime import footfall_config
 from historical.lease import Lease
 from historical.rollups import RollupFailed, run_rollup, site_zones
 from historical.store import connect
-from realtime.health import realtime_health, record
-from realtime.runtime import GROUP, get_store
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "ff:lock:rollup"
@@ -159,26 +155,3 @@ def compact_archive(min_files: int = 8) -> dict[str, int]:
             partitions += bool(done)
         swept = archive.sweep_temporary()
     return {"partitions": partitions, "files_merged": merged, "temporary_removed": swept}
-
-
-@shared_task(acks_late=True)
-def realtime_housekeeping() -> dict[str, int]:
-    """Drop heartbeats of workers gone for a day; record the realtime health snapshot."""
-    store = get_store()
-    now_ms = int(time.time() * 1000)
-    gone = [
-        worker
-        for worker, beat in store.client.hgetall(store.layout.workers).items()
-        if now_ms - int(json.loads(beat)["at"]) > 86_400_000
-    ]
-    if gone:
-        store.client.hdel(store.layout.workers, *gone)
-    record(store, realtime_health(footfall_config(), store, GROUP))
-    return {"stale_workers_removed": len(gone)}
-
-
-@shared_task(acks_late=True)
-def replay_spool() -> int:
-    """Send events spooled by collector processes that are gone (live ones replay their own)."""
-    sink = get_sink(footfall_config())
-    return sink.replay()

@@ -15,8 +15,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from footfall_capture.events import Event, ref_label
-from realtime.keys import DIMENSIONS, KeyLayout
+from footfall.vocabulary import EVENT_DIMENSIONS, ref_label, refpage
+from footfall_capture.events import Event
+from realtime.keys import KeyLayout
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Batch:
         return len(self.dedup_keys)
 
 
-_DIMENSIONS = frozenset(DIMENSIONS)
+_DIMENSIONS = frozenset(EVENT_DIMENSIONS)
 
 
 def dimension_values(event: Event) -> dict[str, str]:
@@ -48,7 +49,7 @@ def dimension_values(event: Event) -> dict[str, str]:
         "page": event.path,
         "ref": ref,
         "refurl": event.referrer,
-        "refpage": f"{ref}\x1f{event.path}" if event.path else None,
+        "refpage": refpage(ref, event.path),
         "ref_type": event.ref_type,
         "utm_source": utm.source if utm else None,
         "utm_medium": utm.medium if utm else None,

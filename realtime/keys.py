@@ -39,35 +39,20 @@ A reset of the rebuild clears and replays whole hours. When upgrading, stop the 
 workers before starting these: an older worker still counting after the marker is set would
 leave hours without its share.
 
-Dimensions (:data:`DIMENSIONS`): ``page`` (path), ``ref`` (referrer label: the domain or app
+Dimensions (:data:`footfall.vocabulary.EVENT_DIMENSIONS`): ``page`` (path), ``ref`` (referrer label: the domain or app
 package id, ``(unknown)`` for a referrer naming neither, ``(direct)`` when none), ``refurl``
 (full referrer), ``refpage`` (``ref`` + U+001F + path: which referrers drive traffic to which
 pages), ``ref_type``, ``utm_source``, ``utm_medium``, ``utm_campaign``, ``browser``, ``os``,
 ``device``, ``country``.
 
 Values inside keys come from validated events only (never from query input): the query
-layer checks dimension names against :data:`DIMENSIONS` and never builds key patterns.
+layer checks dimension names against that list and never builds key patterns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-DIMENSIONS = (
-    "page",
-    "ref",
-    "refurl",
-    "refpage",
-    "ref_type",
-    "utm_source",
-    "utm_medium",
-    "utm_campaign",
-    "browser",
-    "os",
-    "device",
-    "country",
-)
-REFPAGE_SEPARATOR = "\x1f"
 ACTIVE_WINDOW_MS = 5 * 60 * 1000
 HOUR_MS = 3_600_000
 PREFIX = "ff:rt"

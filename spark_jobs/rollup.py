@@ -6,8 +6,8 @@ Run through ``manage.py rollup`` (which passes the sites and their time zones), 
         --sites '{"demo": "Europe/Berlin"}' --archive-url file:///data/archive \\
         --mongo-url mongodb://host:27017/ --mongo-db footfall
 
-* extract: the archive's Parquet with an explicit schema, pruned to the UTC dates that can
-  hold the requested local days (and the evening before, so sessions starting then are whole);
+* extract: :func:`archive.reader.read_events`, the archive's events of the requested local days
+  (and the evening before, so sessions starting then are whole);
 * transform: :func:`spark_jobs.transforms.rollup` (pure DataFrame functions);
 * load: :func:`historical.store.load_day` per site and day (replaces the day's documents).
 
@@ -28,9 +28,9 @@ from collections.abc import Iterable, Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from archive.reader import read_events
 from historical.buckets import span_transitions
 from historical.store import DayDocuments, connect, ensure_indexes, hour_document, load_day
-from spark_jobs.schema import EVENTS_DIR, SPARK_DDL
 from spark_jobs.transforms import localize, rollup
 
 CHUNK_DAYS = 7
@@ -39,26 +39,6 @@ DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical do
 
 def day_range(first: dt.date, last: dt.date) -> list[str]:
     return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
-
-
-def utc_dates_for(days: Sequence[str]) -> list[str]:
-    """UTC dates whose partitions can hold events of these local days (zones span -12..+14 h),
-    plus the day before, whose evening sessions may run into the first requested day."""
-    first = dt.date.fromisoformat(min(days)) - dt.timedelta(days=2)
-    last = dt.date.fromisoformat(max(days)) + dt.timedelta(days=1)
-    return day_range(first, last)
-
-
-def extract(spark: SparkSession, archive_url: str, sites: Sequence[str], days: Sequence[str]) -> DataFrame:
-    """The archived events of ``sites`` on the UTC dates covering ``days`` (partition-pruned)."""
-    path = f"{archive_url.rstrip('/')}/{EVENTS_DIR}"
-    try:
-        events = spark.read.schema(SPARK_DDL).parquet(path)
-    except Exception as exc:  # an archive that does not exist yet holds no events
-        if "PATH_NOT_FOUND" not in str(exc) and "does not exist" not in str(exc):
-            raise
-        return spark.createDataFrame([], SPARK_DDL)
-    return events.where(F.col("date").isin(list(utc_dates_for(days))) & F.col("site_id").isin(list(sites)))
 
 
 def zone_changes(zones: Iterable[str | None], days: Sequence[str]) -> list[tuple[str, int]]:
@@ -142,7 +122,7 @@ def run(
     for start in range(0, len(days), CHUNK_DAYS):
         chunk = days[start : start + CHUNK_DAYS]
         # Cached: the daily, hourly, breakdown and run-count outputs all start from these rows.
-        events = extract(spark, archive_url, sorted(site_tz), chunk).persist()
+        events = read_events(spark, archive_url, sorted(site_tz), chunk).persist()
         try:
             loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db)
         finally:

@@ -1,7 +1,7 @@
 """The nightly rollup's transforms: pure DataFrame → DataFrame functions over archive rows.
 
 No I/O, no SparkSession, no clock: the extract step reads the archive with
-:data:`spark_jobs.schema.SPARK_DDL` and passes DataFrames and days in; the load step
+:data:`archive.schema.SPARK_DDL` and passes DataFrames and days in; the load step
 writes what comes out. Only built-in Spark SQL functions are used (no Python UDFs), so
 everything runs in the JVM.
 
@@ -47,11 +47,9 @@ from collections.abc import Iterable, Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from footfall_capture.events import BUILTIN_TYPES, REF_DIRECT, REF_UNKNOWN
+from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
+from footfall_capture.events import BUILTIN_TYPES
 
-DIRECT = REF_DIRECT  # the referrer label of page views that came with none
-UNKNOWN = REF_UNKNOWN  # ... and of those whose referrer names no host or app
-REFPAGE_SEP = "\u001f"  # ASCII unit separator: cannot occur in a domain or a canonical (percent-encoded) path
 DEFAULT_TZ = "UTC"
 
 _MICROS_PER_HOUR = 3_600_000_000
@@ -69,10 +67,10 @@ def _human() -> Column:
 
 
 def _ref(domain: str = "ref_domain", referrer: str = "referrer") -> Column:
-    """The referrer label, as :func:`footfall_capture.events.ref_label` gives it."""
+    """The referrer label, as :func:`footfall.vocabulary.ref_label` gives it."""
     sent = F.length(F.trim(F.col(referrer))) > 0
     named = F.col(domain).isNotNull() & (F.col(domain) != "")
-    return F.when(named, F.col(domain)).when(sent, F.lit(UNKNOWN)).otherwise(F.lit(DIRECT))
+    return F.when(named, F.col(domain)).when(sent, F.lit(REF_UNKNOWN)).otherwise(F.lit(REF_DIRECT))
 
 
 def dedupe(events: DataFrame) -> DataFrame:
@@ -290,7 +288,7 @@ def _dimensions() -> list[tuple[str, Column]]:
         ("page", F.col("path")),
         ("ref", _ref()),
         ("refurl", F.col("referrer")),
-        ("refpage", F.concat(_ref(), F.lit(REFPAGE_SEP), F.col("path"))),
+        ("refpage", F.concat(_ref(), F.lit(REFPAGE_SEPARATOR), F.col("path"))),
         ("ref_type", F.col("ref_type")),
         ("utm_source", F.col("utm_source")),
         ("utm_medium", F.col("utm_medium")),

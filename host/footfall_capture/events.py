@@ -46,11 +46,6 @@ MIN_TS_MS: Final = 946_684_800_000
 MAX_TS_MS: Final = 4_102_444_800_000
 
 REF_TYPES: Final = ("search", "social", "email", "internal", "direct", "other")
-# The referrer label of a page view in breakdowns and referrer -> page flows: its
-# ``ref_domain`` (a host, or an Android app's package id), else one of these two. The realtime
-# counters and the batch rollup both label by :func:`ref_label`, so their answers agree.
-REF_DIRECT: Final = "(direct)"  # no referrer at all
-REF_UNKNOWN: Final = "(unknown)"  # a referrer that names no host or app (not an http(s) URL)
 DEVICES: Final = ("desktop", "mobile", "tablet", "bot", "other")
 BUILTIN_TYPES: Final = ("pageview", "request")
 
@@ -184,11 +179,3 @@ def new_event_id() -> str:
 def to_builtins(event: Event) -> dict[str, object]:
     """The event as plain dicts/lists, e.g. for pymongo or a Spark Row."""
     return msgspec.to_builtins(event)
-
-
-def ref_label(ref_domain: str | None, referrer: str | None) -> str:
-    """The referrer label of an event: ``ref_domain``; else :data:`REF_UNKNOWN` when a
-    referrer was sent, :data:`REF_DIRECT` when none was."""
-    if ref_domain:
-        return ref_domain
-    return REF_UNKNOWN if referrer and referrer.strip() else REF_DIRECT

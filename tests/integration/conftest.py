@@ -15,8 +15,8 @@ import pytest
 import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from api.health import check_all
 from footfall.config import Config
+from query.health import check_all
 
 
 @pytest.fixture(scope="session", autouse=True)

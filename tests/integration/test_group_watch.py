@@ -18,9 +18,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer
 
+from archive.archiver import build_archiver
 from footfall.config import Config
 from footfall.kafka_client import GroupWatch
-from historical.archiver import build_archiver
 
 LIMIT_S = 8.0
 

@@ -6,8 +6,8 @@ import dataclasses
 
 from django.test import Client
 
-from api.health import check_all
 from footfall.config import Config
+from query.health import check_all
 
 
 def test_health_is_ok_when_services_answer(client: Client) -> None:

@@ -24,11 +24,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from archive.schema import ARROW_SCHEMA
+from archive.store import TEMP_PREFIX, Archive, _dedupe
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from historical.archive import TEMP_PREFIX, Archive, _dedupe
 from realtime.health import consumer_lag
-from spark_jobs.schema import ARROW_SCHEMA
 from tests.integration.kafka_tail import produce
 from tests.reliability.conftest import REPO, Results, Row, size
 from tests.reliability.faults import fresh_topic, private, topic_event_ids, wait_while_progressing

@@ -21,13 +21,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaError, Producer
 
+from archive.schema import ARROW_SCHEMA
+from archive.store import Archive, _dedupe, read_event_ids
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import encode
 from footfall_capture.kafka import producer_config
 from footfall_capture.sink import event_key
-from historical.archive import Archive, _dedupe, read_event_ids
-from spark_jobs.schema import ARROW_SCHEMA
 from tests.integration.batch.test_rollup_e2e import archive_topic
 from tests.integration.realtime.test_exactly_once import end_offsets
 from tests.reliability.conftest import Results, Row, size

@@ -27,12 +27,12 @@ import pytest
 from django.test import Client
 
 import collector.runtime
+from archive.store import Archive
 from collector.ingest import Ingestor
 from collector.models import Site
 from footfall.config import Config
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool
-from historical.archive import Archive
 from tests.reliability.conftest import REPO, Results, Row, size
 from tests.reliability.faults import fresh_topic, percentiles, private, stack, topic_event_ids, wait_for
 

@@ -37,12 +37,12 @@ from django.db import connection
 from django.test import Client
 
 import collector.runtime
+from archive.store import Archive
 from collector.ingest import Ingestor
 from collector.models import ApiKey
 from footfall.config import Config
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool, _read_frames
-from historical.archive import Archive
 from historical.rollups import REPO, run_rollup
 from historical.store import RUNS, DayDocuments, connect, documents, hour_document, load_day
 from realtime.consumer import build_processor

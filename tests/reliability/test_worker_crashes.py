@@ -19,9 +19,9 @@ from footfall.config import Config
 from footfall_capture.events import encode
 from footfall_capture.kafka import producer_config
 from footfall_capture.sink import event_key
+from query.realtime import RealtimeQueries
 from realtime.health import consumer_lag
 from realtime.keys import KeyLayout
-from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import send
 from tests.integration.realtime.conftest import Workers, consumed, truth, wait_consumed

@@ -10,8 +10,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from archive.schema import SPARK_DDL
 from historical.buckets import span_transitions
-from spark_jobs.schema import SPARK_DDL
 from tests.spark_session import local_spark
 
 DAY = "2025-11-24"

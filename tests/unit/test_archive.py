@@ -10,10 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from archive.schema import partition_path, to_row
+from archive.store import Archive, ArchiveRow, read_event_ids
 from footfall.demo import DemoTraffic
 from footfall_capture import durable
-from historical.archive import Archive, ArchiveRow, read_event_ids
-from spark_jobs.schema import partition_path, to_row
 
 
 def test_compaction_merges_files_and_keeps_the_first_received_copy(tmp_path: Path) -> None:

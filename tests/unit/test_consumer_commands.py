@@ -47,7 +47,7 @@ def _restore_signal_handlers() -> Iterator[None]:
 
 
 def test_archiver_restarts_after_a_kafka_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = "historical.management.commands.run_archiver"
+    module = "archive.management.commands.run_archiver"
     monkeypatch.setattr(f"{module}.build_archiver", lambda *a, **k: (FlakyProcessor(), Factory()))
     monkeypatch.setattr("footfall.supervise.time", SimpleNamespace(sleep=lambda _s: None))  # no back-off wait
     call_command("run_archiver")
@@ -85,12 +85,12 @@ def test_a_processor_that_ends_on_its_own_is_built_again_with_a_fresh_watch(
     StuckOnceProcessor.runs = 0
     watches: list[GroupWatch] = []
 
-    def build(*args: object, **_kwargs: object) -> object:
-        watches.append(next(a for a in args if isinstance(a, GroupWatch)))
+    def build(*_args: object, watch: GroupWatch, **_kwargs: object) -> object:
+        watches.append(watch)
         return (StuckOnceProcessor(), Factory()) if command == "run_archiver" else StuckOnceProcessor()
 
     if command == "run_archiver":
-        monkeypatch.setattr("historical.management.commands.run_archiver.build_archiver", build)
+        monkeypatch.setattr("archive.management.commands.run_archiver.build_archiver", build)
     else:
         monkeypatch.setattr("realtime.management.commands.run_realtime.build_processor", build)
         monkeypatch.setattr("realtime.management.commands.run_realtime.get_store", lambda: None)

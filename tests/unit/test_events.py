@@ -14,7 +14,6 @@ from footfall_capture.events import (
     decode,
     encode,
     new_event_id,
-    ref_label,
     to_builtins,
     validate,
 )
@@ -164,18 +163,3 @@ def test_decode_is_pure() -> None:
     """Decoding the same bytes twice gives equal events (no hidden state)."""
     data = raw(props={"a": 1})
     assert decode(data) == decode(data)
-
-
-@pytest.mark.parametrize(
-    ("ref_domain", "referrer", "label"),
-    [
-        ("google.com", "https://www.google.com/", "google.com"),
-        ("com.example.chat", "android-app://com.example.chat/", "com.example.chat"),
-        (None, "about:blank", "(unknown)"),
-        (None, None, "(direct)"),
-        (None, "", "(direct)"),
-    ],
-)
-def test_ref_label(ref_domain: str | None, referrer: str | None, label: str) -> None:
-    """(direct) only without a referrer; a referrer naming no host or app is (unknown)."""
-    assert ref_label(ref_domain, referrer) == label

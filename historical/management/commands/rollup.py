@@ -17,8 +17,8 @@ from confluent_kafka import Consumer, TopicPartition
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from archive.archiver import GROUP as ARCHIVER_GROUP
 from collector.runtime import footfall_config
-from historical.archiver import GROUP as ARCHIVER_GROUP
 from historical.rollups import RollupFailed, legacy_change_days, run_rollup, site_zones
 
 

@@ -14,7 +14,7 @@ without a leading ``www.``) and ``draft.ref_type``, one of
   :data:`ANDROID_APPS` are mapped to their site and type (Gmail → ``mail.google.com``,
   email); any other well-formed package id is its own ``ref_domain`` (``android-app://
   com.example.chat/`` → ``com.example.chat``, other). Anything else leaves ``ref_domain``
-  ``None``: breakdowns label it ``(unknown)`` (:func:`footfall_capture.events.ref_label`),
+  ``None``: breakdowns label it ``(unknown)`` (``footfall.vocabulary.ref_label`` on the server),
   keeping ``(direct)`` for page views without a referrer.
 
 ``draft.referrer`` itself is kept as given, cut to :data:`~footfall_capture.events.MAX_URL_LENGTH`

@@ -20,19 +20,20 @@ import redis
 from django.test import Client
 from pyspark.sql import SparkSession
 
-from api.query.params import Range
-from api.query.service import QueryService, SiteInfo
+from archive.reader import read_events
+from archive.schema import partition_path, to_row
+from archive.store import Archive, ArchiveRow
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, encode
-from historical.archive import Archive, ArchiveRow
 from historical.buckets import day_buckets, local_midnight, ms
 from historical.store import connect
+from query.params import Range
+from query.realtime import RealtimeQueries
+from query.service import QueryService, SiteInfo
 from realtime.keys import KeyLayout
-from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
-from spark_jobs.rollup import extract, transform_and_load
-from spark_jobs.schema import partition_path, to_row
+from spark_jobs.rollup import transform_and_load
 from tests.integration.api.conftest import SiteKey, make_site
 from tests.spark_session import local_spark
 
@@ -84,8 +85,8 @@ def archive(cfg: Config, events: list[Event]) -> None:
 
 
 def roll_up(spark: SparkSession, cfg: Config, sites: dict[str, str], days: list[str]) -> None:
-    """The rollup job's extract, transform and load of exactly ``days`` (as the job runs a chunk)."""
-    events = extract(spark, cfg.archive_url, sorted(sites), days).persist()
+    """The rollup job's read, transform and load of exactly ``days`` (as the job runs a chunk)."""
+    events = read_events(spark, cfg.archive_url, sorted(sites), days).persist()
     try:
         transform_and_load(spark, events, sites, days, cfg.mongo_url, cfg.mongo_db)
     finally:

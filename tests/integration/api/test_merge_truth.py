@@ -17,13 +17,14 @@ import redis
 from confluent_kafka import Consumer, TopicPartition
 from django.test import Client
 
-from api.query.runtime import get_service
-from api.query.service import PREVIOUS_PARTIAL
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
-from footfall_capture.events import Event, ref_label
+from footfall.vocabulary import ref_label
+from footfall_capture.events import Event
 from historical.rollups import run_rollup
+from query.runtime import get_service
+from query.service import PREVIOUS_PARTIAL
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore

@@ -17,16 +17,16 @@ import redis
 from django.test import Client
 from pyspark.sql import SparkSession
 
-from api.query.params import Range
-from api.query.service import QueryService, SiteInfo
 from collector.models import Site
 from collector.runtime import get_ingestor
 from footfall.config import Config
 from footfall_capture.events import decode
 from historical.buckets import local_midnight
 from historical.store import connect
+from query.params import Range
+from query.realtime import RealtimeQueries
+from query.service import QueryService, SiteInfo
 from realtime.keys import KeyLayout
-from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.api.test_clock_change_days import archive, roll_up
 from tests.integration.kafka_tail import TopicTail

@@ -16,14 +16,14 @@ import pytest
 import redis
 from pymongo import monitoring
 
-from api.query.params import Range
-from api.query.service import QueryService, SiteInfo
-from api.query.settled_cache import SettledCache
 from footfall.config import Config
 from historical.buckets import ms
 from historical.store import DAILY, HOURLY, RUNS, DayDocuments, hour_document, load_day
+from query.params import Range
+from query.realtime import RealtimeQueries
+from query.service import QueryService, SiteInfo
+from query.settled_cache import SettledCache
 from realtime.keys import KeyLayout
-from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 
 TZ = "Europe/Berlin"

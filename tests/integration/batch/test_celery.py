@@ -26,14 +26,14 @@ import redis
 from celery import Celery
 from celery.schedules import crontab
 
+from archive.schema import partition_path, to_row
+from archive.store import Archive, ArchiveRow
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, encode
-from historical.archive import Archive, ArchiveRow
 from historical.rollups import REPO
 from historical.store import DAILY, RUNS, DayDocuments, documents, hour_document, load_day
 from historical.tasks import LOCK_KEY, nightly_windows
-from spark_jobs.schema import partition_path, to_row
 
 BROKER_DB = 11  # reserved for this test: flushed before and after
 LOCK_DB = 12  # the worker's REDIS_URL (rollup lock, realtime reads of reconciliation); flushed too
@@ -236,6 +236,7 @@ def test_failed_rollup_is_retried_once_per_failure_then_reported(worker: Worker)
 def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
     from footfall.celery_app import app
 
+    app.loader.import_default_modules()  # what a worker does at start: every app's tasks module
     schedule = app.conf.beat_schedule
     assert app.conf.timezone == "UTC"
     assert app.conf.task_acks_late is True
@@ -255,7 +256,7 @@ def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
     assert schedule["compact-archive"]["task"] == "historical.tasks.compact_archive"
     assert (compaction.hour, compaction.minute) == (set(range(24)), {17})
     retention = schedule["realtime-housekeeping"]
-    assert retention["task"] == "historical.tasks.realtime_housekeeping"
+    assert retention["task"] == "realtime.tasks.realtime_housekeeping"
     assert retention["schedule"] == 60.0
     assert schedule["replay-spool"]["schedule"] == 300.0
     # Every entry names a registered, late-acknowledged task, and expires before its next run.

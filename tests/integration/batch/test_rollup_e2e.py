@@ -24,12 +24,12 @@ import msgspec
 import pymongo
 import pytest
 
+from archive.archiver import build_archiver
+from archive.store import Archive, read_event_ids
 from collector.models import Site
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, UserAgent
-from historical.archive import Archive, read_event_ids
-from historical.archiver import build_archiver
 from historical.rollups import REPO, run_rollup, spark_submit_command
 from historical.store import BREAKDOWNS, DAILY, documents
 from tests.integration.batch.truth import exact

@@ -7,7 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from zoneinfo import ZoneInfo
 
-from footfall_capture.events import Event, ref_label
+from footfall.vocabulary import ref_label
+from footfall_capture.events import Event
 
 GAP_MS = 30 * 60 * 1000
 

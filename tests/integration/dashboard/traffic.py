@@ -3,7 +3,7 @@
 Events go through the real realtime path (Kafka topic → ``realtime.consumer`` processor →
 Redis). One past day is settled in Mongo with :func:`historical.store.load_day` from a
 small in-test rollup of the same events (the real Spark job takes minutes on this machine;
-its own tests cover it), then :func:`historical.reconcile.reconcile_day` records the drift.
+its own tests cover it), then :func:`query.reconcile.reconcile_day` records the drift.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from pymongo.database import Database
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
-from footfall_capture.events import Event, ref_label
+from footfall.vocabulary import ref_label
+from footfall_capture.events import Event
 from historical.buckets import day_buckets
-from historical.reconcile import reconcile_day
 from historical.store import BREAKDOWNS, DAILY, HOURLY, RECONCILIATION, RUNS, DayDocuments, hour_document, load_day
+from query.realtime import RealtimeQueries
+from query.reconcile import reconcile_day
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
-from realtime.queries import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
 

@@ -15,7 +15,8 @@ import pytest
 import redis
 
 from footfall.config import Config
-from footfall_capture.events import Event, ref_label
+from footfall.vocabulary import ref_label
+from footfall_capture.events import Event
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event
-from realtime.queries import RealtimeQueries
+from query.realtime import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
 from tests.integration.realtime.conftest import Workers, truth, wait_consumed

@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from realtime.queries import RealtimeQueries
+from query.realtime import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
 

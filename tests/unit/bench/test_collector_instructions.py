@@ -1,4 +1,4 @@
-"""bench.collector_instructions: reading callgrind's dumps and turning them into the table."""
+"""bench.collector_bench --instructions: reading callgrind's dumps and turning them into the table."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.collector_instructions import VALGRIND_THREAD, Dump, per_variant, read_dump, report
+from bench.collector_bench import VALGRIND_THREAD, Dump, per_variant, read_dump, report, summarise
 
 
 def _dump_file(path: Path, trigger: str, thread: int, totals: int | None) -> Path:
@@ -17,7 +17,7 @@ def _dump_file(path: Path, trigger: str, thread: int, totals: int | None) -> Pat
         "version: 1",
         "creator: callgrind-3.19.0",
         "pid: 7566",
-        "cmd:  /usr/bin/python3 -m bench.collector_instructions --in-callgrind /tmp/x",
+        "cmd:  /usr/bin/python3 -m bench.collector_bench --in-callgrind /tmp/x",
         "part: 3",
         f"thread: {thread}",
         "",
@@ -63,22 +63,31 @@ def test_per_variant_keeps_variant_names_with_dots_and_dashes() -> None:
     assert results == {"B-parse_utm-canonicalize_url": {1: 10.0}}
 
 
-def test_report_rows_follow_the_given_order_with_the_first_as_baseline() -> None:
+def test_summarise_totals_the_counted_threads_and_lumps_the_others_as_clocked() -> None:
     results = {
-        "A": {1: 2_856_000.0, 2: 0.0, 3: 10.0},
-        "B": {1: 2_889_000.0, 2: 127_000.0, 3: 20.0},
-        "B-geolocate": {1: 2_889_000.0, 2: 112_000.0, 3: 20.0},
+        "A": {1: 1_000.0, 2: 0.0, 3: 100.0, 4: 60.0},
+        "B": {1: 1_010.0, 2: 90.0, 3: 29_000.0, 4: 2_000.0},
     }
-    lines = report(results, {1: "request", 2: "footfall-tracker"})
-    assert lines[0].split()[:3] == ["variant", "request", "footfall-tracker"]  # thread 3 did < 50 Ir anywhere
-    assert [line.split()[0] for line in lines[1:]] == ["A", "B", "B-geolocate"]
+    rows = summarise(results, {1: "request", 2: "footfall-tracker"})
+    assert rows["A"] == {"request": 1_000.0, "footfall-tracker": 0.0, "total": 1_000.0, "clocked": 160.0}
+    assert rows["B"] == {"request": 1_010.0, "footfall-tracker": 90.0, "total": 1_100.0, "clocked": 31_000.0}
+
+
+def test_summarise_counts_a_counted_thread_it_did_not_find_as_zero() -> None:
+    rows = summarise({"A": {1: 100.0, 7: 900.0}}, {1: "request"})
+    assert rows["A"] == {"request": 100.0, "footfall-tracker": 0.0, "total": 100.0, "clocked": 900.0}
+
+
+def test_report_rows_follow_the_given_order_with_the_first_as_baseline() -> None:
+    rows = {
+        "A": {"request": 2_856_000.0, "footfall-tracker": 10.0, "total": 2_856_010.0, "clocked": 5.0},
+        "B": {"request": 2_889_000.0, "footfall-tracker": 127_020.0, "total": 3_016_020.0, "clocked": 40_000.0},
+    }
+    lines = report(rows)
+    assert lines[0].split()[:6] == ["variant", "request", "footfall-tracker", "total", "(clocked)", "vs"]
+    assert [line.split()[0] for line in lines[1:]] == ["A", "B"]
     b = lines[2].split()
-    assert b[1:6] == ["2,889,000", "127,000", "3,016,020", "+160,010", f"{2_856_010 / 3_016_020:.3f}"]
-
-
-def test_report_names_a_thread_it_has_no_name_for_by_number() -> None:
-    lines = report({"A": {1: 100.0, 7: 0.0}, "B": {1: 100.0, 7: 900.0}}, {1: "request"})
-    assert "thread 7" in lines[0]
+    assert b[1:] == ["2,889,000", "127,020", "3,016,020", "40,000", "+160,010", f"{2_856_010 / 3_016_020:.3f}"]
 
 
 @pytest.mark.parametrize(
@@ -93,13 +102,3 @@ def test_valgrind_thread_lines_are_read_for_their_number_and_kernel_id(
     line: str, expected: list[tuple[str, str]]
 ) -> None:
     assert VALGRIND_THREAD.findall(line) == expected
-
-
-def test_report_shows_clocked_threads_but_leaves_them_out_of_the_totals() -> None:
-    results = {
-        "A": {1: 1_000.0, 2: 0.0, 3: 100.0, 4: 60.0},
-        "B": {1: 1_010.0, 2: 90.0, 3: 29_000.0, 4: 2_000.0},
-    }
-    lines = report(results, {1: "request", 2: "footfall-tracker", 3: "rdk:broker1", 4: "footfall-sink"})
-    assert lines[0].split()[:5] == ["variant", "request", "footfall-tracker", "(rdk:broker1)", "(footfall-sink)"]
-    assert lines[2].split()[1:] == ["1,010", "90", "29,000", "2,000", "1,100", "+100", f"{1_000 / 1_100:.3f}"]

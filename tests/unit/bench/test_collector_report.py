@@ -1,12 +1,10 @@
-"""The collector bench's report: paired per-round ratios, the A/A control and the goals' verdicts (pure)."""
+"""The collector bench's report: paired per-round ratios, the A/A control and the goals' verdicts."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import collector_report
-
-KEYS = ["A_page", "B_page", "A2_page", "A_empty", "A_collect"]
+from bench import collector_bench
 
 
 def _run(rps: float, cpu: float = 1.0, produced: int = 0, expected: int = 0) -> dict:
@@ -25,7 +23,7 @@ def _doc(a: float, b: float, a2: float, empty: float = 1000.0, collect: float = 
         "A_empty": [_run(empty)] * 3,
         "A_collect": [_run(collect)] * 3,
     }
-    return collector_report.build({}, runs, KEYS, connections=32)
+    return collector_bench.build({}, runs, connections=32)
 
 
 @pytest.mark.parametrize(
@@ -54,7 +52,7 @@ def test_value_is_the_median_of_paired_rounds() -> None:
         "A_empty": [_run(1000.0)] * 3,
         "A_collect": [_run(900.0)] * 3,
     }
-    ratio = collector_report.build({}, runs, KEYS, connections=32)["ratios"]["middleware"]
+    ratio = collector_bench.build({}, runs, connections=32)["ratios"]["middleware"]
     assert ratio["per_round"] == pytest.approx([1.9, 1000 / 1100, 0.525], abs=1e-4)
     assert ratio["value"] == pytest.approx(1000 / 1100, abs=1e-4)  # not 1050 / 1100, the medians' ratio
     assert ratio["of_medians"] == pytest.approx(1050 / 1100, abs=1e-4)
@@ -75,7 +73,7 @@ def test_beacon_verdict_follows_its_one_ratio() -> None:
 
 
 def test_report_prints_the_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
-    collector_report.print_table(_doc(1000.0, 955.0, 1010.0), {key: "GET /" for key in KEYS})
+    collector_bench.print_table(_doc(1000.0, 955.0, 1010.0))
     out = capsys.readouterr().out
     assert "goal middleware: UNRESOLVED" in out
     assert "goal beacon: PASS" in out

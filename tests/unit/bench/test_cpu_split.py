@@ -1,4 +1,4 @@
-"""The collector bench's CPU split: parsing ``--cpus`` and running a server on its CPUs."""
+"""The collector bench's CPU split (``--cpus auto``) and running a server on its CPUs."""
 
 from __future__ import annotations
 
@@ -7,55 +7,22 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
-from bench.harness import CpuSplit, Server, parse_cpu_split
-
-FOUR = frozenset({0, 1, 2, 3})
-
-
-@pytest.mark.parametrize(
-    ("text", "servers", "rest"),
-    [
-        ("0:1", {0}, {1}),
-        ("0-2:3", {0, 1, 2}, {3}),
-        ("0,2:1,3", {0, 2}, {1, 3}),
-        ("auto", {0, 1, 2}, {3}),
-    ],
-)
-def test_a_split_names_the_servers_cpus_and_the_rests(text: str, servers: set[int], rest: set[int]) -> None:
-    assert parse_cpu_split(text, FOUR) == CpuSplit(frozenset(servers), frozenset(rest))
+from bench.collector_bench import cpu_split
+from bench.harness import Server
 
 
 def test_auto_keeps_the_highest_available_cpu_for_the_rest() -> None:
-    assert parse_cpu_split("auto", frozenset({2, 5, 7})) == CpuSplit(frozenset({2, 5}), frozenset({7}))
+    assert cpu_split(frozenset({2, 5, 7})) == (frozenset({2, 5}), frozenset({7}))
 
 
-def test_no_split_when_asked_or_with_one_cpu() -> None:
-    assert parse_cpu_split("none", FOUR) is None
-    assert parse_cpu_split("auto", frozenset({0})) is None
-
-
-@pytest.mark.parametrize(
-    ("text", "complaint"),
-    [
-        ("0", "expected SERVERS:REST"),
-        ("0-1:1", "CPU 1 is on both sides"),
-        ("0:9", "CPU 9 is not available (have 0,1,2,3)"),
-        ("x:1", "'x' is not a CPU number"),
-        ("0:", "'' is not a CPU number"),
-        ("3-1:0", "'3-1' is an empty range"),
-    ],
-)
-def test_a_bad_split_says_what_is_wrong(text: str, complaint: str) -> None:
-    with pytest.raises(ValueError, match=complaint.replace("(", r"\(").replace(")", r"\)")):
-        parse_cpu_split(text, FOUR)
+def test_no_split_with_one_cpu() -> None:
+    assert cpu_split(frozenset({0})) is None
 
 
 def test_a_pinned_server_and_the_processes_it_forks_run_on_its_cpus_only(tmp_path: Path) -> None:
     available = os.sched_getaffinity(0)
     cpu = min(available)  # one CPU of the two or more every machine of this project has
-    server = Server("pinned", os.environ, [], tmp_path / "log", cpus=frozenset({cpu}))
+    server = Server("pinned", os.environ, tmp_path / "log", cpus=frozenset({cpu}))
     # In place of gunicorn: a parent that forks a worker, as gunicorn's master does.
     server.argv = [sys.executable, "-c", "import os, time\nif os.fork() == 0: time.sleep(60)\ntime.sleep(60)"]
     server.start(probe=lambda: True)

@@ -17,7 +17,7 @@ from dashboard.access import Access, SiteChoice
 from dashboard.app import site_from_search
 from dashboard.history import METRICS, cards
 from dashboard.live import OUTPUTS, blank, render
-from realtime.queries import QueryError
+from footfall.vocabulary import QueryError
 
 LIVE = {
     "minutes": 30,

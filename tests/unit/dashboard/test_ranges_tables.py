@@ -7,10 +7,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from api.query.params import DIMENSIONS
 from api.renderers import CsvRenderer
 from dashboard import tables
 from dashboard.ranges import DayRange, RangeError, resolve
+from footfall.vocabulary import API_DIMENSIONS
 
 NY = ZoneInfo("America/New_York")
 TODAY = dt.date(2026, 11, 4)
@@ -46,7 +46,7 @@ def test_day_range_is_whole_local_days_across_dst() -> None:
 
 
 def test_every_api_dimension_has_a_table() -> None:
-    assert set(tables.DIMENSION_TITLES) == set(DIMENSIONS)
+    assert set(tables.DIMENSION_TITLES) == set(API_DIMENSIONS)
     assert [c["id"] for c in tables.breakdown_columns("entry_pages")] == [
         "value", "pageviews", "visitors", "sessions", "bounce_rate", "visit_duration"
     ]  # fmt: skip

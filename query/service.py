@@ -1,10 +1,10 @@
 """The serving layer: answers the API's and the dashboard's questions from both stores.
 
-Each query's range is cut by :mod:`api.query.plan` into settled days (Mongo rollups, exact)
+Each query's range is cut by :mod:`query.plan` into settled days (Mongo rollups, exact)
 and the rest (Redis counters, minute resolution, within retention); the answers are
 stitched and every response says in ``sources`` which part came from where, what could
 not be answered and how visitors were counted. Arguments are validated values (see
-:mod:`api.query.params`); results are plain JSON-ready dicts.
+:mod:`query.params`); results are plain JSON-ready dicts.
 
 Visitors. A bucket served by the batch layer has the exact number of distinct visitor ids;
 a realtime bucket a HyperLogLog estimate (±0.81 %). Visitor ids are cookieless and rotate
@@ -23,13 +23,12 @@ from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
 
-from api.query import history
-from api.query.params import BATCH_ONLY_DIMENSIONS, MAX_LIMIT, Filter, Range
-from api.query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
-from api.query.settled_cache import SettledCache
-from realtime.keys import DIMENSIONS as REALTIME_DIMENSIONS
-from realtime.keys import REFPAGE_SEPARATOR
-from realtime.queries import QueryError, RealtimeQueries, Row
+from footfall.vocabulary import EVENT_DIMENSIONS, REFPAGE_SEPARATOR, SESSION_DIMENSIONS, QueryError
+from query import history
+from query.params import MAX_LIMIT, Filter, Range
+from query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
+from query.realtime import RealtimeQueries, Row
+from query.settled_cache import SettledCache
 from realtime.trends import Rising
 
 R = TypeVar("R")
@@ -314,9 +313,9 @@ class QueryService:
         merged = {value: sums.copy() for value, sums in settled_sums.items()}
         realtime = [p for p in pieces if p.source == "realtime"]
         rankings: list[tuple[Piece, dict[str, tuple[str, int]]]] = []
-        if realtime and dim in BATCH_ONLY_DIMENSIONS:
+        if realtime and dim in SESSION_DIMENSIONS:
             notes.append(f"{dim} needs sessions, which only the nightly rollup builds: recent days are not included")
-        elif realtime and dim in REALTIME_DIMENSIONS:
+        elif realtime and dim in EVENT_DIMENSIONS:
             rankings = [(p, self._realtime_ranking(site.site_id, dim, p, ref, path)) for p in realtime]
             for _, ranking in rankings:
                 for value, (_, pageviews) in ranking.items():

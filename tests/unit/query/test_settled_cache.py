@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from api.query.settled_cache import SettledCache
+from query.settled_cache import SettledCache
 
 
 class Reads:

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from api.query import params as p
-from realtime.queries import QueryError
+from footfall.vocabulary import METRICS, QueryError
+from query import params as p
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, 30, tzinfo=dt.UTC)
 
@@ -51,12 +51,12 @@ def test_bad_ranges_name_the_parameter(query: dict[str, str], parameter: str) ->
 
 
 def test_vocabularies() -> None:
-    assert p.choice({"metric": "visitors"}, "metric", p.METRICS, "pageviews") == "visitors"
-    assert error_of(p.choice, {"metric": "$where"}, "metric", p.METRICS, "pageviews") == "metric"
+    assert p.choice({"metric": "visitors"}, "metric", METRICS, "pageviews") == "visitors"
+    assert error_of(p.choice, {"metric": "$where"}, "metric", METRICS, "pageviews") == "metric"
     assert p.dimension("referrers") == "ref"
     assert error_of(p.dimension, "$gt") == "dimension"
-    assert p.parse_metrics("visitors,pageviews,visitors", p.BREAKDOWN_METRICS, ()) == ("visitors", "pageviews")
-    assert error_of(p.parse_metrics, "pageviews,{'$gt': ''}", p.BREAKDOWN_METRICS, ()) == "metrics"
+    assert p.parse_metrics("visitors,pageviews,visitors", METRICS, ()) == ("visitors", "pageviews")
+    assert error_of(p.parse_metrics, "pageviews,{'$gt': ''}", METRICS, ()) == "metrics"
 
 
 @pytest.mark.parametrize("raw", ["", "0", "-1", "1001", "1e3", "ten", "99999999999"])

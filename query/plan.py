@@ -28,7 +28,6 @@ from historical.buckets import day_buckets, local_midnight
 from historical.buckets import ms as ms  # re-exported: the query layer's instants are ms
 
 Source = Literal["batch", "realtime", "missing"]
-INTERVALS = ("minute", "hour", "day")
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Every filter document is built here from validated values: site ids from the
 authenticated key, day strings computed by the planner, dimension names from the fixed
-table in :mod:`api.query.params`, and client-supplied values only ever as the operand of an
+table in :mod:`query.params`, and client-supplied values only ever as the operand of an
 equality on a fixed field — never as a field name or an operator.
 """
 

@@ -14,29 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from api.query.plan import floor
-from realtime.queries import QueryError
+from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS, REFPAGE_SEPARATOR, QueryError
+from query.plan import floor
 
-METRICS = ("pageviews", "visitors", "sessions", "bounce_rate", "visit_duration")
-INTERVALS = ("minute", "hour", "day")
-# API dimension name -> the stores' dimension name (realtime/keys.py, spark_jobs/transforms.py).
-DIMENSIONS: Mapping[str, str] = {
-    "pages": "page",
-    "entry_pages": "entry_page",
-    "referrers": "ref",
-    "referrer_urls": "refurl",
-    "ref_types": "ref_type",
-    "utm_sources": "utm_source",
-    "utm_mediums": "utm_medium",
-    "utm_campaigns": "utm_campaign",
-    "browsers": "browser",
-    "os": "os",
-    "devices": "device",
-    "countries": "country",
-}
-BATCH_ONLY_DIMENSIONS = frozenset({"entry_page"})  # needs sessions, which only the batch layer builds
-FILTER_DIMENSIONS = tuple(name for name, dim in DIMENSIONS.items() if dim not in BATCH_ONLY_DIMENSIONS)
-BREAKDOWN_METRICS = ("pageviews", "visitors", "sessions", "bounce_rate", "visit_duration")
 # Longest range per interval: bounds the number of buckets and store keys a query touches.
 MAX_SPAN = {"minute": dt.timedelta(days=2), "hour": dt.timedelta(days=93), "day": dt.timedelta(days=3 * 366)}
 MAX_RANGE = dt.timedelta(days=3 * 366)
@@ -124,9 +104,9 @@ def bounded_int(params: Mapping[str, str], name: str, default: int, low: int, hi
 
 def dimension(name: str) -> str:
     """The store dimension of an API dimension name (the URL segment)."""
-    if name not in DIMENSIONS:
-        raise QueryError("dimension", f"must be one of {', '.join(DIMENSIONS)}")
-    return DIMENSIONS[name]
+    if name not in API_DIMENSIONS:
+        raise QueryError("dimension", f"must be one of {', '.join(API_DIMENSIONS)}")
+    return API_DIMENSIONS[name]
 
 
 def parse_filters(raw: str | None) -> Filter | None:
@@ -141,9 +121,9 @@ def parse_filters(raw: str | None) -> Filter | None:
         raise QueryError("filters", "must look like <dimension>==<value>, e.g. pages==/pricing")
     if name not in FILTER_DIMENSIONS:
         raise QueryError("filters", f"dimension must be one of {', '.join(FILTER_DIMENSIONS)}")
-    if len(value) > MAX_VALUE_LENGTH or "\x00" in value or "\x1f" in value:
+    if len(value) > MAX_VALUE_LENGTH or "\x00" in value or REFPAGE_SEPARATOR in value:
         raise QueryError("filters", f"value must be at most {MAX_VALUE_LENGTH} characters of text")
-    return Filter(DIMENSIONS[name], value)
+    return Filter(API_DIMENSIONS[name], value)
 
 
 def parse_metrics(raw: str | None, allowed: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
@@ -158,6 +138,6 @@ def parse_metrics(raw: str | None, allowed: tuple[str, ...], default: tuple[str,
 
 def text_value(raw: str, parameter: str) -> str:
     """A path or referrer domain from the URL: plain text, bounded."""
-    if not raw or len(raw) > MAX_VALUE_LENGTH or "\x00" in raw or "\x1f" in raw:
+    if not raw or len(raw) > MAX_VALUE_LENGTH or "\x00" in raw or REFPAGE_SEPARATOR in raw:
         raise QueryError(parameter, f"must be 1 to {MAX_VALUE_LENGTH} characters of text")
     return raw

@@ -1,14 +1,16 @@
-"""The query service of this process, from Footfall's configuration (created on first use)."""
+"""The query service and pipeline health reader of this process, from Footfall's configuration
+(created on first use)."""
 
 from __future__ import annotations
 
 from functools import cache
 
-from api.query.service import QueryService
-from api.query.settled_cache import SettledCache
 from collector.runtime import footfall_config
 from historical.store import connect
-from realtime.queries import RealtimeQueries
+from query.health import PipelineHealth
+from query.realtime import RealtimeQueries
+from query.service import QueryService
+from query.settled_cache import SettledCache
 from realtime.runtime import get_store
 
 
@@ -18,3 +20,8 @@ def get_service() -> QueryService:
     _, db = connect(cfg.mongo_url, cfg.mongo_db)
     cache = SettledCache(cfg.api_cache_items) if cfg.api_cache_items else None
     return QueryService(db, RealtimeQueries(get_store()), cfg.realtime_retention_s, cache=cache)
+
+
+@cache
+def get_health() -> PipelineHealth:
+    return PipelineHealth(footfall_config(), get_store(), get_service().db)

@@ -1,7 +1,7 @@
 """Reads of the realtime counters for the API and the dashboard (no HTTP here).
 
 Every function takes validated arguments (dimension names from
-:data:`realtime.keys.DIMENSIONS`, integer times) and reads with one pipelined round trip
+:data:`footfall.vocabulary.EVENT_DIMENSIONS`, integer times) and reads with one pipelined round trip
 where it can. Times are milliseconds, UTC; ranges are half-open ``[start, end)`` and
 rounded to whole minutes (the store's resolution).
 
@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 from cachetools import LRUCache
 from redis.client import Pipeline
 
-from realtime.keys import ACTIVE_WINDOW_MS, DIMENSIONS, REFPAGE_SEPARATOR
+from footfall.vocabulary import EVENT_DIMENSIONS, INTERVAL_MINUTES, REALTIME_METRICS, REFPAGE_SEPARATOR, QueryError
+from realtime.keys import ACTIVE_WINDOW_MS
 from realtime.store import CounterStore
 from realtime.trends import Rising, rank_rising
 
@@ -30,22 +31,12 @@ T = TypeVar("T")
 # execute() is how a view that needs many of them costs one round trip.
 Parse = Callable[[Iterator[Any]], T]
 
-METRICS = ("pageviews", "visitors", "events", "bot_events")
-INTERVALS = {"minute": 1, "hour": 60}
 COUNTER_FIELDS = ("pageviews", "events", "bot_events")
 MAX_MINUTES = 60 * 24 * 7  # the store keeps far less; this bounds a query's key count
 # Trend baselines remembered per process (values summed over all blocks held); see
 # RealtimeQueries._queue_rising.
 BASELINE_MEMORY_ITEMS = 200_000
 BlockKey = tuple[str, str, int, int, int]  # site, dimension, minute of the read, first minute, minutes
-
-
-class QueryError(ValueError):
-    """A query argument outside the fixed vocabulary; names the parameter."""
-
-    def __init__(self, parameter: str, message: str) -> None:
-        super().__init__(f"{parameter}: {message}")
-        self.parameter = parameter
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +81,8 @@ def _split_hours(minutes: range, hours_from: int | None) -> tuple[range, list[in
 
 
 def _check_dim(dim: str, parameter: str = "dimension") -> None:
-    if dim not in DIMENSIONS:
-        raise QueryError(parameter, f"must be one of {', '.join(DIMENSIONS)}")
+    if dim not in EVENT_DIMENSIONS:
+        raise QueryError(parameter, f"must be one of {', '.join(EVENT_DIMENSIONS)}")
 
 
 def _num(raw: object) -> int:
@@ -180,15 +171,15 @@ class RealtimeQueries:
         interval: str,
         filter_: tuple[str, str] | None,
     ) -> Parse[list[tuple[int, int]]]:
-        if metric not in METRICS:
-            raise QueryError("metric", f"must be one of {', '.join(METRICS)}")
-        if interval not in INTERVALS:
-            raise QueryError("interval", f"must be one of {', '.join(INTERVALS)}")
+        if metric not in REALTIME_METRICS:
+            raise QueryError("metric", f"must be one of {', '.join(REALTIME_METRICS)}")
+        if interval not in INTERVAL_MINUTES:
+            raise QueryError("interval", f"must be one of {', '.join(INTERVAL_MINUTES)}")
         if filter_ is not None:
             _check_dim(filter_[0], "filters")
             if metric in {"events", "bot_events"}:
                 raise QueryError("filters", f"{metric} cannot be filtered by a page view dimension")
-        step = INTERVALS[interval]
+        step = INTERVAL_MINUTES[interval]
         minutes = _minutes(start_ms, end_ms)
         buckets = [
             range(m, min(m - m % step + step, minutes.stop)) for m in minutes if m == minutes.start or m % step == 0
@@ -285,8 +276,8 @@ class RealtimeQueries:
         if not 1 <= limit <= 1000:
             raise QueryError("limit", "must be between 1 and 1000")
         minutes = _minutes(start_ms, end_ms)
-        # One ZUNION sums the minutes' sorted sets inside Redis: ~10x cheaper than reading
-        # every minute's members and summing them here (whole hours are one key each).
+        # One ZUNION sums the minutes' sorted sets inside Redis instead of shipping every
+        # minute's members here to be summed (whole hours are one key each).
         pipe.zunion(self._top_keys(site, minutes, dim), withscores=True)
 
         def parse(raw: Iterator[Any]) -> list[tuple[str, int]]:

@@ -24,11 +24,11 @@ from arroyo.processing import StreamProcessor
 from arroyo.processing.strategies import CommitOffsets, ProcessingStrategy, ProcessingStrategyFactory, Reduce, RunTask
 from arroyo.types import BaseValue, BrokerValue, Commit, Message, Partition, Topic
 
+from archive.schema import partition_path, to_row
+from archive.store import Archive, ArchiveRow
 from footfall.config import Config
 from footfall.kafka_client import GroupWatch, group_consumer
 from footfall_capture.events import InvalidEvent, decode
-from historical.archive import Archive, ArchiveRow
-from spark_jobs.schema import partition_path, to_row
 
 log = logging.getLogger(__name__)
 GROUP = "footfall-archiver"

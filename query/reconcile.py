@@ -14,8 +14,10 @@ from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
 
-from historical.store import DAILY, daily_id, record_reconciliation
-from realtime.queries import RealtimeQueries
+from footfall.config import Config
+from historical.store import DAILY, connect, daily_id, record_reconciliation
+from query.realtime import RealtimeQueries
+from realtime.runtime import get_store
 
 
 def local_day_bounds(day: str, tz: str) -> tuple[int, int]:
@@ -54,3 +56,22 @@ def reconcile_day(db: Database, realtime: RealtimeQueries, site: str, day: str, 
     }
     record_reconciliation(db, site, day, drift)
     return drift
+
+
+def reconcile_rolled_up(
+    cfg: Config, days: list[tuple[str, str]], zones: dict[str, str], **_: object
+) -> dict[str, dict[str, object]]:
+    """Reconcile the ``(site, day)`` pairs a rollup just loaded; ``{"site|day": drift}``.
+
+    Receives :data:`historical.signals.rollup_finished` (connected in :mod:`query.apps`)."""
+    out: dict[str, dict[str, object]] = {}
+    client, db = connect(cfg.mongo_url, cfg.mongo_db)
+    try:
+        realtime = RealtimeQueries(get_store())
+        for site, day in days:
+            drift = reconcile_day(db, realtime, site, day, zones[site])
+            if drift is not None:
+                out[f"{site}|{day}"] = drift
+    finally:
+        client.close()
+    return out

@@ -1,6 +1,6 @@
 """The raw event archive (the master dataset): immutable Parquet files under ``ARCHIVE_URL``.
 
-Layout and columns: :mod:`spark_jobs.schema`. This module writes and compacts files.
+Layout and columns: :mod:`archive.schema`. This module writes and compacts files.
 
 Atomicity: a file is written under a hidden temporary name (Spark and every reader skip
 names starting with ``.`` or ``_``), flushed and fsync'd, then renamed into place and the
@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from archive.schema import ARROW_SCHEMA, EVENTS_DIR
 from footfall_capture.durable import fsync_directory
-from spark_jobs.schema import ARROW_SCHEMA, EVENTS_DIR
 
 TEMP_PREFIX = ".tmp-"
 STALE_TEMP_S = 3600

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.query.plan import buckets, classify_bucket, local_midnight, ms, realtime_window_start, split
+from query.plan import buckets, classify_bucket, local_midnight, ms, realtime_window_start, split
 
 NY = ZoneInfo("America/New_York")
 UTC = dt.UTC

@@ -1,0 +1,84 @@
+"""The words both layers and the query API share: dimensions, metrics, intervals, labels.
+
+The speed layer (Redis counters), the batch layer (Spark rollups) and the query layer all
+name breakdowns and metrics from here, so an answer means the same whichever layer gave it.
+Pure: no Django, no stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+# Dimensions counted per page view by both layers: ``page`` (path), ``ref`` (referrer label,
+# see :func:`ref_label`), ``refurl`` (full referrer), ``refpage`` (``ref`` +
+# :data:`REFPAGE_SEPARATOR` + path: which referrers drive traffic to which pages),
+# ``ref_type``, the UTM tags, the user agent's parts and the country.
+EVENT_DIMENSIONS: Final = (
+    "page",
+    "ref",
+    "refurl",
+    "refpage",
+    "ref_type",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "browser",
+    "os",
+    "device",
+    "country",
+)
+# Dimensions of sessions, which only the batch layer builds.
+SESSION_DIMENSIONS: Final = ("entry_page",)
+DIMENSIONS: Final = EVENT_DIMENSIONS + SESSION_DIMENSIONS
+
+# The API's dimension names -> the stores' names.
+API_DIMENSIONS: Final[Mapping[str, str]] = {
+    "pages": "page",
+    "entry_pages": "entry_page",
+    "referrers": "ref",
+    "referrer_urls": "refurl",
+    "ref_types": "ref_type",
+    "utm_sources": "utm_source",
+    "utm_mediums": "utm_medium",
+    "utm_campaigns": "utm_campaign",
+    "browsers": "browser",
+    "os": "os",
+    "devices": "device",
+    "countries": "country",
+}
+# Dimensions a query may filter by: those both layers count.
+FILTER_DIMENSIONS: Final = tuple(name for name, dim in API_DIMENSIONS.items() if dim in EVENT_DIMENSIONS)
+
+# Metrics the API answers; the speed layer counts the first two plus events and bot events.
+METRICS: Final = ("pageviews", "visitors", "sessions", "bounce_rate", "visit_duration")
+REALTIME_METRICS: Final = ("pageviews", "visitors", "events", "bot_events")
+
+# Bucket sizes of a time series, and the minutes of those the speed layer keeps.
+INTERVALS: Final = ("minute", "hour", "day")
+INTERVAL_MINUTES: Final[Mapping[str, int]] = {"minute": 1, "hour": 60}
+
+REFPAGE_SEPARATOR: Final = "\x1f"  # joins referrer label and path; no URL or label holds it
+REF_DIRECT: Final = "(direct)"  # no referrer at all
+REF_UNKNOWN: Final = "(unknown)"  # a referrer that names no host or app (not an http(s) URL)
+
+
+def ref_label(ref_domain: str | None, referrer: str | None) -> str:
+    """The referrer label of an event: ``ref_domain``; else :data:`REF_UNKNOWN` when a
+    referrer was sent, :data:`REF_DIRECT` when none was."""
+    if ref_domain:
+        return ref_domain
+    return REF_UNKNOWN if referrer and referrer.strip() else REF_DIRECT
+
+
+def refpage(ref: str, path: str | None) -> str | None:
+    """The ``refpage`` value of a page view (None without a path)."""
+    return f"{ref}{REFPAGE_SEPARATOR}{path}" if path else None
+
+
+class QueryError(ValueError):
+    """A query argument outside the fixed vocabulary; names the parameter (the API's 400)."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter

@@ -1,0 +1,134 @@
+"""Pipeline health, read from the stores that hold it.
+
+:func:`check_all` tells whether each store answers (the ``/api/v1/health`` endpoint, load
+balancers, the demo script). :class:`PipelineHealth` is what the dashboard's health panel
+shows, each part read on its own (newest counted event and the counters'
+stats from Redis; consumer lag from Kafka; rollup runs and realtime-vs-batch drift from
+Mongo), so a caller can show the parts that answered when one store is down.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pymongo
+import redis
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from pymongo import DESCENDING
+from pymongo.database import Database
+from pymongo.errors import PyMongoError
+
+from archive.archiver import GROUP as ARCHIVER_GROUP
+from footfall.config import Config
+from historical.store import RECONCILIATION, RUNS
+from realtime.health import consumer_lag, realtime_health
+from realtime.runtime import GROUP as REALTIME_GROUP
+from realtime.store import CounterStore
+
+LAG_TTL_S = 10.0  # consumer lag costs Kafka round trips: at most one reading per process per 10 s
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedLayer:
+    last_event_ms: int | None  # event time of the newest counted event of the site
+    stats: dict[str, int]  # the counters' totals: invalid, duplicates, late, ...
+
+
+@dataclass
+class PipelineHealth:
+    cfg: Config
+    store: CounterStore
+    db: Database
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lag: tuple[float, dict[str, Any]] | None = field(default=None, repr=False)
+
+    def speed_layer(self, site_id: str) -> SpeedLayer:
+        """The realtime layer's view of a site (raises if Redis is down)."""
+        client, layout = self.store.client, self.store.layout
+        last = client.zrevrange(layout.active(site_id), 0, 0, withscores=True)
+        stats = {k.decode(): int(v) for k, v in client.hgetall(layout.stats).items()}
+        return SpeedLayer(int(last[0][1]) if last else None, stats)
+
+    def lag(self) -> dict[str, Any]:
+        """``{"realtime": realtime_health(...), "archiver_lag": n}``, cached for :data:`LAG_TTL_S`
+        (raises if Kafka is down)."""
+        with self._lock:
+            if self._lag is not None and time.monotonic() - self._lag[0] < LAG_TTL_S:
+                return dict(self._lag[1])
+            value = {
+                "realtime": realtime_health(self.cfg, self.store, REALTIME_GROUP),
+                "archiver_lag": sum(consumer_lag(self.cfg, ARCHIVER_GROUP, self.cfg.events_topic).values()),
+            }
+            self._lag = (time.monotonic(), value)
+            return dict(value)
+
+    def batch_days(self, site_id: str, days: int) -> tuple[list[dict], list[dict]]:
+        """The newest ``days`` rollup runs and reconciliation records of a site (raises if Mongo is down)."""
+        runs = list(self.db[RUNS].find({"site_id": site_id}).sort("day", DESCENDING).limit(days))
+        drift = list(self.db[RECONCILIATION].find({"site_id": site_id}).sort("day", DESCENDING).limit(days))
+        return runs, drift
+
+
+CHECK_TIMEOUT_S = 2.0  # a dead dependency cannot hang the health endpoint
+
+
+def check_kafka(cfg: Config) -> str | None:
+    try:
+        topics = (
+            AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers}).list_topics(timeout=CHECK_TIMEOUT_S).topics
+        )
+    except KafkaException as exc:
+        return f"unreachable: {exc.args[0]}"
+    missing = {cfg.events_topic, cfg.invalid_topic} - set(topics)
+    return f"missing topics: {', '.join(sorted(missing))}" if missing else None
+
+
+def check_redis(cfg: Config) -> str | None:
+    try:
+        redis.Redis.from_url(
+            cfg.redis_url, socket_timeout=CHECK_TIMEOUT_S, socket_connect_timeout=CHECK_TIMEOUT_S
+        ).ping()
+    except redis.RedisError as exc:
+        return f"unreachable: {exc}"
+    return None
+
+
+def check_mongo(cfg: Config) -> str | None:
+    client: pymongo.MongoClient = pymongo.MongoClient(
+        cfg.mongo_url, serverSelectionTimeoutMS=int(CHECK_TIMEOUT_S * 1000)
+    )
+    try:
+        client.admin.command("ping")
+    except PyMongoError as exc:
+        return f"unreachable: {exc}"
+    finally:
+        client.close()
+    return None
+
+
+CHECKS: dict[str, Callable[[Config], str | None]] = {
+    "kafka": check_kafka,
+    "redis": check_redis,
+    "mongo": check_mongo,
+}
+
+
+def check_all(cfg: Config) -> dict[str, str | None]:
+    """Map each store to None (healthy) or a one-line reason it is not."""
+    return {name: check(cfg) for name, check in CHECKS.items()}
+
+
+def failed_store(exc: BaseException) -> Literal["redis", "mongo", "kafka"] | None:
+    """The store whose client raised ``exc``, or None when it came from elsewhere."""
+    if isinstance(exc, redis.RedisError):
+        return "redis"
+    if isinstance(exc, PyMongoError):
+        return "mongo"
+    if isinstance(exc, KafkaException):
+        return "kafka"
+    return None
