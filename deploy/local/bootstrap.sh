@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the project's virtualenv (once) and installs Footfall (the server, with every extra
-# and the test tools, and the capture library in host/ it depends on) into it. Prints the virtualenv's path on its last line.
+# the test tools and the local stack's supervisord, and the capture library in host/ it depends on) into it. Prints the virtualenv's path on its last line.
 # The virtualenv lives outside the checkout (FOOTFALL_CACHE_DIR, default ~/.cache/footfall),
 # so a fresh clone reuses it; a changed pyproject.toml or checkout path re-runs pip.
 set -euo pipefail
@@ -21,7 +21,7 @@ stamp="$venv/.footfall-$( (cat "$repo/pyproject.toml" "$repo/host/pyproject.toml
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing Python dependencies into $venv" >&2
   "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-  "$venv/bin/python" -m pip install --quiet -e "$repo/host" -e "$repo[all,test,bench]" >&2
+  "$venv/bin/python" -m pip install --quiet -e "$repo/host" -e "$repo[all,test,bench,local]" >&2
   rm -f "$venv"/.footfall-*
   touch "$stamp"
 fi

@@ -1,8 +1,10 @@
 """The local single-node service stack: Kafka (KRaft), Redis, a Mongo-wire server, Spark.
 
 Each service knows how to install itself (downloads cached under ``FOOTFALL_CACHE_DIR``,
-default ``~/.cache/footfall``), start on its configured port with its state under
-``FOOTFALL_STATE_DIR`` (default ``~/.local/state/footfall``), report health, and stop.
+default ``~/.cache/footfall``), prepare its state under ``FOOTFALL_STATE_DIR`` (default
+``~/.local/state/footfall``), start on its configured port, report health, and stop. The
+processes themselves are declared in ``deploy/local/supervisord.conf`` and run by supervisord
+(``deploy/local/supervisor.py``).
 
 * Kafka: the broker jars of ``org.apache.kafka:kafka_2.13`` resolved from Maven Central
   with Maven, run on the machine's JDK as one combined broker+controller (KRaft).
@@ -18,6 +20,8 @@ default ``~/.cache/footfall``), start on its configured port with its state unde
 from __future__ import annotations
 
 import base64
+import functools
+import importlib.util
 import json
 import os
 import shutil
@@ -29,7 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploy.local.procs import ProcessSpec, StackError, ensure_port_free, running_pid, start, wait_until
+from deploy.local.checks import StackError, ensure_port_free, wait_until
+from deploy.local.supervisor import Supervisor
 from footfall.config import LOCAL_PORTS, load_config
 
 KAFKA_VERSION = "4.3.1"
@@ -84,10 +89,6 @@ class StackConfig:
         return cfg
 
     @property
-    def run_dir(self) -> Path:
-        return self.state_dir / "run"
-
-    @property
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
 
@@ -103,8 +104,30 @@ class StackConfig:
             "FOOTFALL_SPARK_CLUSTER": f"spark://127.0.0.1:{SparkCluster(self).port}",
         }
 
-    def spec(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ProcessSpec:
-        return ProcessSpec(name, argv, self.run_dir, self.log_dir / f"{name}.log", env=env, cwd=REPO)
+    def supervisor_environment(self) -> dict[str, str]:
+        """What supervisord runs with: this process's environment, the app's variables, and
+        the ports and paths ``deploy/local/supervisord.conf`` reads."""
+        kafka, spark = Kafka(self), SparkCluster(self)
+        return {
+            **os.environ,
+            **self.app_environment(),
+            "FOOTFALL_STATE_DIR": str(self.state_dir),
+            "FOOTFALL_REDIS_PORT": str(self.redis_port),
+            "FOOTFALL_KAFKA_PORT": str(self.kafka_port),
+            "FOOTFALL_MONGO_PORT": str(self.mongo_port),
+            "FOOTFALL_SPARK_PORT": str(spark.port),
+            "FOOTFALL_DEMO_RATE": os.environ.get("FOOTFALL_DEMO_RATE", "20"),
+            "STACK_PYTHON": sys.executable,
+            "STACK_KAFKA_HOME": str(kafka.home),
+            "STACK_KAFKA_LIBS": str(kafka.libs),
+            "STACK_MONGO_CLASSPATH": Mongo(self).classpath,
+            "STACK_SPARK_CLASS": spark.spark_class,
+            "STACK_SPARK_UI_PORT": str(spark.port + 1),
+        }
+
+    def supervisor(self) -> Supervisor:
+        """The supervisord that runs this stack's processes."""
+        return Supervisor(self.state_dir, self.supervisor_environment())
 
 
 def _apt_install(*packages: str) -> None:
@@ -149,13 +172,19 @@ def _maven_libs(cfg: StackConfig, what: str, pom: Path, version_property: str, v
 
 
 class Service(ABC):
-    """One service of the stack; subclasses fill in install/argv/healthy."""
+    """One service of the stack; subclasses fill in install/healthy and name their process."""
 
     name: str = ""
     port_variable: str = ""
+    # The service's process in deploy/local/supervisord.conf; None for a service that is only a check.
+    program: str | None = None
 
     def __init__(self, cfg: StackConfig) -> None:
         self.cfg = cfg
+
+    @functools.cached_property
+    def supervisor(self) -> Supervisor:
+        return self.cfg.supervisor()
 
     def install(self) -> None:  # noqa: B027 - optional hook
         """Make the service's binaries available (cached); idempotent."""
@@ -163,9 +192,9 @@ class Service(ABC):
     def ports(self) -> list[int]:
         return []
 
-    def process(self) -> ProcessSpec | None:
-        """The process to run, or None for a service that is only a check."""
-        return None
+    def pid(self) -> int | None:
+        """The pid of the service's process while it runs."""
+        return self.supervisor.pid(self.program) if self.program else None
 
     @abstractmethod
     def healthy(self) -> bool:
@@ -174,41 +203,52 @@ class Service(ABC):
     def after_start(self) -> None:  # noqa: B027 - optional hook
         """One-off set-up once healthy (topics, indexes)."""
 
-    def stop_specs(self) -> list[ProcessSpec]:
-        """Processes to stop, in order (a service may run several)."""
-        spec = self.process()
-        return [spec] if spec is not None else []
+    def programs(self) -> list[str]:
+        """The service's processes, in the order they stop (a service may run several)."""
+        return [self.program] if self.program else []
 
     def start(self) -> str:
         """Start the service if needed and wait until healthy; return a one-line status."""
         self.install()
-        spec = self.process()
-        if spec is None:
+        if self.program is None:
             self.after_start()
             return "ok"
-        if running_pid(spec) is not None and self.healthy():
+        pid = self.pid()
+        if pid is not None and self.healthy():
             self.after_start()
-            return f"already running (pid {running_pid(spec)})"
-        for port in self.ports():
-            ensure_port_free(port, self.name, self.port_variable)
-        self.prepare()
-        pid = start(spec)
+            return f"already running (pid {pid})"
+        if pid is None:  # a process of ours still starting up is waited for, not started twice
+            for port in self.ports():
+                ensure_port_free(port, self.name, self.port_variable)
+            self.prepare()
+            pid = self.supervisor.start(self.program)
+            state = f"started (pid {pid})"
+        else:
+            state = f"started earlier (pid {pid})"
         wait_until(
             self.healthy,
             self.cfg.start_timeout,
             f"{self.name} on port {self.ports()[0]}",
-            alive=lambda: running_pid(spec) is not None,
-            log_file=spec.log_file,
+            alive=lambda: self.pid() is not None,
+            log_file=self.supervisor.log_file(self.program),
         )
         self.after_start()
-        return f"started (pid {pid})"
+        return state
+
+    def stop(self) -> list[tuple[str, bool]]:
+        """Stop the service's processes; each one's name and whether it was running."""
+        return [(name, self.supervisor.stop(name)) for name in self.programs()]
+
+    def kill(self) -> bool:
+        """SIGKILL the service's process at once (fault injection); True if it was running."""
+        return self.supervisor.kill(self.program) if self.program else False
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """Create state directories and config files before the first start."""
 
 
 class Redis(Service):
-    name = "redis"
+    name = program = "redis"
     port_variable = "FOOTFALL_REDIS_PORT"
 
     def install(self) -> None:
@@ -216,23 +256,6 @@ class Redis(Service):
 
     def ports(self) -> list[int]:
         return [self.cfg.redis_port]
-
-    def process(self) -> ProcessSpec:
-        data = self.cfg.state_dir / "redis"
-        argv = [
-            shutil.which("redis-server") or "redis-server",
-            "--port", str(self.cfg.redis_port),
-            "--bind", "127.0.0.1",
-            "--dir", str(data),
-            # Counters and their dedup records must survive a restart (exactly-once):
-            # an fsync'd append-only file, no RDB snapshots.
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--save", "",
-            "--daemonize", "no",
-            "--logfile", "",
-        ]  # fmt: skip
-        return self.cfg.spec(self.name, argv)
 
     def prepare(self) -> None:
         (self.cfg.state_dir / "redis").mkdir(parents=True, exist_ok=True)
@@ -258,7 +281,7 @@ class Mongo(Service):
     ``historical.store.ensure_indexes`` creates.
     """
 
-    name = "mongo"
+    name = program = "mongo"
     port_variable = "FOOTFALL_MONGO_PORT"
 
     @property
@@ -268,6 +291,10 @@ class Mongo(Service):
     @property
     def classes(self) -> Path:
         return self.libs.parent / "classes"
+
+    @property
+    def classpath(self) -> str:
+        return f"{self.libs}/*:{self.classes}"
 
     @property
     def store(self) -> Path:
@@ -293,24 +320,6 @@ class Mongo(Service):
     def ports(self) -> list[int]:
         return [self.cfg.mongo_port]
 
-    def process(self) -> ProcessSpec:
-        argv = [
-            shutil.which("java") or "java",
-            "-Xmx1g",
-            "-XX:+UseG1GC",
-            # A heap exhausted by one huge write (a delete_many of 500,000 documents needed more
-            # than 768 MB) leaves H2's store closed while the server still answers ping; exiting
-            # instead makes the failure visible (`stack status`), and a restart reopens the store
-            # at its last commit.
-            "-XX:+ExitOnOutOfMemoryError",
-            "-Djava.awt.headless=true",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dorg.slf4j.simpleLogger.showDateTime=true",
-            "-cp", f"{self.libs}/*:{self.classes}",
-            "MongoWire", str(self.store), "127.0.0.1", str(self.cfg.mongo_port),
-        ]  # fmt: skip
-        return self.cfg.spec(self.name, argv)
-
     def prepare(self) -> None:
         self.store.parent.mkdir(parents=True, exist_ok=True)
 
@@ -330,7 +339,7 @@ class Mongo(Service):
 class Kafka(Service):
     """Apache Kafka, one node in KRaft combined mode (broker + controller)."""
 
-    name = "kafka"
+    name = program = "kafka"
     port_variable = "FOOTFALL_KAFKA_PORT"
 
     @property
@@ -349,20 +358,17 @@ class Kafka(Service):
     def ports(self) -> list[int]:
         return [self.cfg.kafka_port, self.cfg.kafka_port + 1]
 
-    def _java(self, main: str, *args: str, heap: str = "256m") -> list[str]:
+    def _java(self, main: str, *args: str) -> list[str]:
+        """A JVM running one of Kafka's tools (the broker itself runs under supervisord)."""
         return [
             shutil.which("java") or "java",
-            f"-Xmx{heap}",
+            "-Xmx256m",
             "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
             "-cp", f"{self.libs}/*",
             main, *args,
         ]  # fmt: skip
-
-    def process(self) -> ProcessSpec:
-        argv = self._java("kafka.Kafka", str(self.home / "server.properties"), heap="1g")
-        return self.cfg.spec(self.name, argv)
 
     def prepare(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -479,8 +485,9 @@ class SparkCluster(Service):
     a real cluster. Not part of the default stack; ``stack start spark-cluster``."""
 
     name = "spark-cluster"
+    program = "spark-master"
     port_variable = "FOOTFALL_SPARK_PORT"
-    workers = 2
+    workers = ["spark-worker-1", "spark-worker-2"]  # as many as supervisord.conf's numprocs
 
     @property
     def port(self) -> int:
@@ -492,35 +499,13 @@ class SparkCluster(Service):
     def ports(self) -> list[int]:
         return [self.port, self.port + 1]
 
-    def _spark_class(self, *args: str) -> list[str]:
-        import pyspark
-
-        return [str(Path(pyspark.__file__).parent / "bin" / "spark-class"), *args]
-
-    def _env(self) -> dict[str, str]:
-        work = self.cfg.state_dir / "spark-cluster"
-        return {
-            **os.environ,
-            "SPARK_LOG_DIR": str(work / "logs"),
-            "SPARK_WORKER_DIR": str(work / "work"),
-            "SPARK_LOCAL_DIRS": str(work / "tmp"),
-            "PYSPARK_PYTHON": sys.executable,
-            "SPARK_NO_DAEMONIZE": "1",
-        }
-
-    def process(self) -> ProcessSpec:
-        argv = self._spark_class(
-            "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-            "--port", str(self.port), "--webui-port", str(self.port + 1),
-        )  # fmt: skip
-        return self.cfg.spec("spark-master", argv, env=self._env())
-
-    def worker_spec(self, index: int) -> ProcessSpec:
-        argv = self._spark_class(
-            "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{self.port}", "--host", "127.0.0.1",
-            "--cores", "1", "--memory", "1g", "--webui-port", "0",
-        )  # fmt: skip
-        return self.cfg.spec(f"spark-worker-{index}", argv, env=self._env())
+    @property
+    def spark_class(self) -> str:
+        """The pyspark install's launcher of Spark's JVM classes (found without importing pyspark)."""
+        spec = importlib.util.find_spec("pyspark")
+        if spec is None or spec.origin is None:
+            return "spark-class"  # not installed: install() says so first
+        return str(Path(spec.origin).parent / "bin" / "spark-class")
 
     @property
     def url(self) -> str:
@@ -540,14 +525,13 @@ class SparkCluster(Service):
         return self._alive_workers() >= 0
 
     def after_start(self) -> None:
-        for index in range(1, self.workers + 1):
-            spec = self.worker_spec(index)
-            if running_pid(spec) is None:
-                start(spec)
-        wait_until(lambda: self._alive_workers() >= self.workers, self.cfg.start_timeout, "spark-cluster workers")
+        for worker in self.workers:
+            if self.supervisor.pid(worker) is None:
+                self.supervisor.start(worker)
+        wait_until(lambda: self._alive_workers() >= len(self.workers), self.cfg.start_timeout, "spark-cluster workers")
 
-    def stop_specs(self) -> list[ProcessSpec]:
-        return [self.worker_spec(i) for i in range(self.workers, 0, -1)] + [self.process()]
+    def programs(self) -> list[str]:
+        return [*reversed(self.workers), "spark-master"]
 
 
 class Chromium(Service):

@@ -9,6 +9,8 @@ Commands:
   env       print ``export`` lines that point Footfall at this stack (for ``eval``)
   kill      SIGKILL one service or app process at once (fault injection in tests)
 
+Every process (services and Footfall's own) runs under one supervisord per state directory,
+declared in deploy/local/supervisord.conf; a plain ``stop`` shuts supervisord down too.
 Configuration comes from ``FOOTFALL_*`` variables (see deploy/local/services.py and the
 README). Errors print one clear message and exit with status 1.
 """
@@ -18,15 +20,19 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
-from deploy.local import app
-from deploy.local.procs import StackError, kill, running_pid, stop
-from deploy.local.services import SERVICES, StackConfig
+from deploy.local.checks import StackError, wait_until
+from deploy.local.services import REPO, SERVICES, StackConfig
 
 ORDER = ["redis", "mongo", "kafka", "spark", "chromium"]
 OPTIONAL = ["spark-cluster"]  # started only when named; always stopped by a plain `stop`
+# Footfall's own processes (supervisord.conf), started in this order after the services, stopped in reverse.
+APPS = ["web", "realtime-1", "realtime-2", "archiver", "celery", "celery-beat", "demo-traffic"]
 
 
 def _services(names: list[str], cfg: StackConfig) -> list:
@@ -51,28 +57,30 @@ def cmd_start(cfg: StackConfig, names: list[str]) -> None:
 
 
 def cmd_stop(cfg: StackConfig, names: list[str]) -> None:
-    specs = [] if names else [app.spec(cfg, name) for name in reversed(app.APPS)]
+    supervisor = cfg.supervisor()
+    stopped = [] if names else [(name, supervisor.stop(name)) for name in reversed(APPS)]
     services = _services(names, cfg) if names else _services(OPTIONAL + ORDER, cfg)
-    specs += [spec for service in reversed(services) for spec in service.stop_specs()]
-    for spec in specs:
-        was_running = stop(spec, timeout=60.0)
+    stopped += [result for service in reversed(services) for result in service.stop()]
+    for name, was_running in stopped:
         if was_running or names:
-            print(f"{spec.name:<12} {'stopped' if was_running else 'not running'}", flush=True)
+            print(f"{name:<12} {'stopped' if was_running else 'not running'}", flush=True)
+    if not names:
+        supervisor.shutdown()
 
 
 def cmd_status(cfg: StackConfig, _names: list[str]) -> None:
     for service in _services([], cfg):
-        spec = service.process()
-        if spec is None:
+        if service.program is None:
             continue
-        pid = running_pid(spec)
+        pid = service.pid()
         health = "healthy" if pid and service.healthy() else ("unhealthy" if pid else "stopped")
         print(f"{service.name:<12} {health:<10} {f'pid {pid}' if pid else ''}")
-    for name in app.APPS:
-        pid = running_pid(app.spec(cfg, name))
+    supervisor = cfg.supervisor()
+    for name in APPS:
+        pid = supervisor.pid(name)
         print(f"{name:<12} {'running' if pid else 'stopped':<10} {f'pid {pid}' if pid else ''}")
     kafka = SERVICES["kafka"](cfg)
-    if running_pid(kafka.process()) is not None:
+    if kafka.pid() is not None:
         for topic, size in kafka.topic_sizes().items():
             print(f"topic {topic:<18} {size} messages")
     print(f"state: {cfg.state_dir}   logs: {cfg.log_dir}")
@@ -83,14 +91,47 @@ def cmd_env(cfg: StackConfig, _names: list[str]) -> None:
         print(f"export {key}={shlex.quote(value)}")
 
 
+def _web_healthy(cfg: StackConfig) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{cfg.web_port}/api/v1/health", timeout=2) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def collect_static(cfg: StackConfig) -> None:
+    """Copy every app's static files (admin, Swagger UI) to STATIC_ROOT, where WhiteNoise serves them."""
+    env = {**os.environ, **cfg.app_environment()}
+    out = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    if out.returncode != 0:
+        raise StackError(f"collectstatic failed: {out.stderr.strip()[-2000:]}")
+
+
 def cmd_start_apps(cfg: StackConfig, _names: list[str]) -> None:
-    app.start_apps(cfg)
+    """Start every app process that is not running (the web server after collecting static
+    files, so a new release serves its own); wait for the web server to answer."""
+    supervisor = cfg.supervisor()
+    for name in APPS:
+        pid = supervisor.pid(name)
+        if name == "web" and not pid:
+            collect_static(cfg)
+        state = f"already running (pid {pid})" if pid else f"started (pid {supervisor.start(name)})"
+        if name == "web":
+            wait_until(
+                lambda: _web_healthy(cfg),
+                60,
+                f"web on port {cfg.web_port}",
+                alive=lambda: supervisor.pid("web") is not None,
+                log_file=supervisor.log_file("web"),
+            )
+        print(f"{name:<12} {state}", flush=True)
 
 
 def cmd_kill(cfg: StackConfig, names: list[str]) -> None:
     for name in names:
-        spec = app.spec(cfg, name) if name in app.APPS else _services([name], cfg)[0].process()
-        print(f"{name:<12} {'killed' if kill(spec) else 'not running'}")
+        killed = cfg.supervisor().kill(name) if name in APPS else _services([name], cfg)[0].kill()
+        print(f"{name:<12} {'killed' if killed else 'not running'}")
 
 
 COMMANDS = {

@@ -25,8 +25,6 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
-from deploy.local.procs import kill as kill_process
-from deploy.local.procs import running_pid
 from deploy.local.services import SERVICES, Service, StackConfig
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event
@@ -162,7 +160,7 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
     started = time.monotonic()
     faults = ["spark", "mongo"] * size(1, 3)
     mongo = mongo_service()
-    assert running_pid(mongo.process()) is not None, "start the stack's mongo (deploy.local.stack start mongo)"
+    assert mongo.pid() is not None, "start the stack's mongo (deploy.local.stack start mongo)"
 
     # A site in the worker's own database, in the zone the reused truth is computed in.
     site = f"{worker.sites[0]}-berlin"
@@ -204,7 +202,7 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
                 sigkill(pids - early)
                 wait_gone(pids)
             else:
-                kill_process(mongo.process())
+                mongo.kill()
                 # Down until the job has failed on it, then back (the worker records the attempt).
                 wait_gone(spark_job_pids(worker.cfg.mongo_db), timeout=120)
                 mongo.start()
@@ -212,7 +210,7 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
             runs = wait_attempts(worker, task_id, attempt)
             assert [r["status"] for r in runs] == ["retrying"] * attempt, (fault, runs)
     finally:
-        if running_pid(mongo.process()) is None or not mongo.healthy():
+        if mongo.pid() is None or not mongo.healthy():
             mongo.start()  # other tests share it
 
     runs = worker.wait(task_id)

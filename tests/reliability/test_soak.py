@@ -1,4 +1,4 @@
-"""Soak: a gunicorn collector and a realtime worker (processes, as deploy/local/app.py runs them)
+"""Soak: a gunicorn collector and a realtime worker (processes, as deploy/local/supervisord.conf runs them)
 take half of the measured maximum beacon rate for 30 minutes after a warm-up (CI: 30 s): the
 memory of each process grows less than 5 % over those 30 minutes, fewer than 0.01 % of requests
 fail, and the realtime counters equal the truth of what was accepted at the end.
@@ -107,7 +107,7 @@ class Stack:
 
 @pytest.fixture
 def stack(cfg: Config, rt_topic: str, tmp_path: Path) -> Iterator[Stack]:  # noqa: F811
-    """Collector (gunicorn, 2 workers x 4 threads, like deploy/local/app.py) and realtime worker."""
+    """Collector (gunicorn, 2 workers x 4 threads, like deploy/local/supervisord.conf) and realtime worker."""
     soak = Stack(site=f"soak-{uuid.uuid4().hex[:8]}", port=free_port(), topic=rt_topic, group=f"soak-{rt_topic}")
     soak.log_dir = tmp_path / "logs"
     soak.log_dir.mkdir()

@@ -1,0 +1,251 @@
+"""The local stack's processes under supervisord: the config declares every process the stack
+starts, and the client starts, finds and stops them, leaving no process behind."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from supervisor.options import ServerOptions
+
+from deploy.local.checks import StackError, ensure_port_free, wait_until
+from deploy.local.services import SERVICES, StackConfig
+from deploy.local.stack import APPS, OPTIONAL, ORDER
+from deploy.local.supervisor import CONF, Supervisor
+
+# --- the config (deploy/local/supervisord.conf) ------------------------------------------------
+
+
+def _programs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
+    """The config's processes by name, as supervisord reads them for a stack in ``tmp_path``."""
+    env = {"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_WEB_PORT": "28000", "FOOTFALL_KAFKA_PORT": "29092"}
+    cfg = StackConfig.from_env(env)
+    for key, value in {**cfg.supervisor_environment(), **env}.items():
+        monkeypatch.setenv(key, value)
+    for folder in ("logs", "run"):  # supervisord's own log and pid file go there
+        (tmp_path / folder).mkdir(exist_ok=True)
+    options = ServerOptions()  # reads the environment when created
+    options.realize(["-c", str(CONF)])
+    return {p.name: p for group in options.process_group_configs for p in group.process_configs}
+
+
+def test_config_declares_every_process_the_stack_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each app and service process has a program, and the config has no other."""
+    programs = _programs(monkeypatch, tmp_path)
+    cfg = StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path)})
+    services = [name for service in ORDER + OPTIONAL for name in SERVICES[service](cfg).programs()]
+    assert sorted(programs) == sorted(APPS + services)
+
+
+def test_config_leaves_starting_and_restarting_to_the_stack(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Nothing starts or restarts by itself; every process stops as a group and logs where the stack looks."""
+    for name, program in _programs(monkeypatch, tmp_path).items():
+        assert (program.autostart, program.autorestart, program.startsecs) == (False, False, 0), name
+        assert program.stopasgroup, name
+        assert program.killasgroup, name
+        assert program.stdout_logfile == str(tmp_path / "logs" / f"{name}.log"), name
+        assert program.redirect_stderr, name
+
+
+def test_config_commands_use_the_stack_ports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    programs = _programs(monkeypatch, tmp_path)
+    command = {name: shlex.split(program.command) for name, program in programs.items()}
+    assert command["web"][command["web"].index("--bind") + 1] == "127.0.0.1:28000"
+    assert command["kafka"][-1] == str(tmp_path / "kafka-29092" / "server.properties")
+    assert [name for name, argv in command.items() if "beat" in argv] == ["celery-beat"]  # exactly one beat
+    assert command["spark-worker-1"][2] == "spark://127.0.0.1:29122"  # FOOTFALL_SPARK_PORT: Kafka's + 30
+
+
+# --- the client, on a supervisord of its own ---------------------------------------------------
+
+PROGRAMS = {
+    # Forks a child (in its own process group) and prints the child's pid.
+    "forker": (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    ),
+    "stubborn": (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(600)\n"
+    ),
+    "failing": "print('bad config line 3', flush=True)\nraise SystemExit(3)\n",
+}
+
+
+def _conf(folder: Path, extra: dict[str, str]) -> Path:
+    """A supervisord config laid out like the stack's, running ``PROGRAMS`` and ``extra``."""
+    lines = [
+        "[supervisord]",
+        "logfile=%(ENV_FOOTFALL_STATE_DIR)s/logs/supervisord.log",
+        "pidfile=%(ENV_FOOTFALL_STATE_DIR)s/run/supervisord.pid",
+        "[unix_http_server]",
+        "file=%(ENV_FOOTFALL_STATE_DIR)s/run/supervisor.sock",
+        "[rpcinterface:supervisor]",
+        "supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface",
+    ]
+    for name, code in {**PROGRAMS, **extra}.items():
+        script = folder / f"{name}.py"
+        script.write_text(code)
+        lines += [
+            f"[program:{name}]",
+            f"command={sys.executable} {script}",
+            "autostart=false\nautorestart=false\nstartsecs=0\nstopasgroup=true\nkillasgroup=true",
+            "stopwaitsecs=1\nredirect_stderr=true",
+            f"stdout_logfile=%(ENV_FOOTFALL_STATE_DIR)s/logs/{name}.log",
+        ]
+    conf = folder / "supervisord.conf"
+    conf.write_text("\n".join(lines) + "\n")
+    return conf
+
+
+def _supervisor(folder: Path, extra: dict[str, str] | None = None) -> Supervisor:
+    state = folder / "state"
+    return Supervisor(state, {**os.environ, "FOOTFALL_STATE_DIR": str(state)}, _conf(folder, extra or {}))
+
+
+@pytest.fixture
+def supervisor(tmp_path: Path) -> Iterator[Supervisor]:
+    sv = _supervisor(tmp_path)
+    yield sv
+    sv.shutdown()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _last_line(log: Path) -> str:
+    lines = log.read_text().strip().splitlines() if log.exists() else []
+    return lines[-1] if lines else ""
+
+
+def test_start_find_and_stop_leaves_no_process(supervisor: Supervisor) -> None:
+    """A process and the child it forked are both gone after stop()."""
+    pid = supervisor.start("forker")
+    assert supervisor.pid("forker") == pid
+    wait_until(lambda: _last_line(supervisor.log_file("forker")).isdigit(), 10, "child pid")
+    child = int(_last_line(supervisor.log_file("forker")))
+    assert _alive(child)
+    assert supervisor.stop("forker") is True
+    wait_until(lambda: not _alive(child), 5, "child gone")
+    assert not _alive(pid)
+    assert supervisor.pid("forker") is None
+    assert supervisor.stop("forker") is False  # idempotent
+
+
+def test_sigterm_ignoring_process_is_killed(supervisor: Supervisor) -> None:
+    pid = supervisor.start("stubborn")
+    wait_until(lambda: _last_line(supervisor.log_file("stubborn")) == "ready", 10, "handler installed")
+    assert supervisor.stop("stubborn") is True
+    assert not _alive(pid)
+
+
+def test_kill_ends_the_process_at_once(supervisor: Supervisor) -> None:
+    pid = supervisor.start("stubborn")
+    assert supervisor.kill("stubborn") is True
+    assert not _alive(pid)
+    assert supervisor.pid("stubborn") is None
+    assert supervisor.kill("stubborn") is False
+
+
+def test_an_early_exit_is_reported_with_the_log(supervisor: Supervisor) -> None:
+    def start_and_wait() -> None:
+        supervisor.start("failing")
+        alive = lambda: supervisor.pid("failing") is not None  # noqa: E731
+        wait_until(lambda: False, 10, "failing", alive=alive, log_file=supervisor.log_file("failing"))
+
+    with pytest.raises(StackError, match=r"exited (at once|during start-up)(.|\n)*bad config line 3"):
+        start_and_wait()
+
+
+def test_an_unknown_process_is_a_clear_error(supervisor: Supervisor) -> None:
+    with pytest.raises(StackError, match="no process 'nope'"):
+        supervisor.start("nope")
+
+
+def test_shutdown_stops_supervisord_and_every_process(supervisor: Supervisor) -> None:
+    """What a plain `stack stop` ends with: nothing left running, supervisord included."""
+    pids = [supervisor.start("forker"), supervisor.start("stubborn")]
+    daemon = int(supervisor.pid_file.read_text())
+    supervisor.shutdown()
+    assert not supervisor.up()
+    assert not any(_alive(pid) for pid in [*pids, daemon])
+    assert supervisor.pid("forker") is None
+
+
+def test_a_process_is_running_until_its_last_thread_exits(tmp_path: Path) -> None:
+    """A main thread that exited alone leaves a zombie leader while its other threads run (and
+    hold its ports), as a SIGKILLed JVM does for a moment: still running, and stop() ends it."""
+    sys_exit = {"x86_64": 60, "aarch64": 93}.get(platform.machine())
+    if sys_exit is None:
+        pytest.skip(f"no exit syscall number for {platform.machine()}")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = (
+        "import ctypes, socket, threading, time\n"
+        f"sock = socket.socket(); sock.bind(('127.0.0.1', {port})); sock.listen()\n"
+        "threading.Thread(target=time.sleep, args=(600,)).start()\n"
+        f"ctypes.CDLL(None).syscall({sys_exit}, 0)  # exit the main thread only\n"
+    )
+    supervisor = _supervisor(tmp_path, {"half-exited": code})
+    try:
+        pid = supervisor.start("half-exited")
+        leader_exited = lambda: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # noqa: E731
+        wait_until(leader_exited, 10, "leader exit")
+        time.sleep(0.5)  # time for supervisord to notice, were it to
+        assert supervisor.pid("half-exited") == pid
+        with pytest.raises(StackError, match="already in use"):
+            ensure_port_free(port, "half-exited", "PORT")
+        assert supervisor.stop("half-exited") is True
+        ensure_port_free(port, "half-exited", "PORT")
+        assert supervisor.pid("half-exited") is None
+    finally:
+        supervisor.shutdown()
+
+
+# --- ports and the stack's variables ------------------------------------------------------------
+
+
+def test_taken_port_is_a_clear_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(StackError, match=f"port {port} is already in use.*FOOTFALL_REDIS_PORT=<port>"):
+            ensure_port_free(port, "redis", "FOOTFALL_REDIS_PORT")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"FOOTFALL_KAFKA_PORT": "kafka"}, "FOOTFALL_KAFKA_PORT: expected an integer"),
+        ({"FOOTFALL_REDIS_PORT": "80"}, "FOOTFALL_REDIS_PORT: expected an integer between 1024 and 65535"),
+        ({"FOOTFALL_MONGO_PORT": "19093"}, "ports overlap"),  # collides with Kafka's controller port
+    ],
+)
+def test_stack_config_rejects_bad_ports(env: dict[str, str], message: str) -> None:
+    with pytest.raises(StackError, match=message):
+        StackConfig.from_env(env)
+
+
+def test_stack_environment_points_the_app_at_the_stack(tmp_path: Path) -> None:
+    cfg = StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_PORT": "29092"})
+    env = cfg.app_environment()
+    assert env["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:29092"
+    assert env["FOOTFALL_DATA_DIR"] == str(tmp_path / "data")
