@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -184,6 +184,13 @@ def machine() -> dict[str, Any]:
     """What the figures were measured on."""
     return {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "loadavg": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
+
+
+def columns(rows: Sequence[Sequence[object]]) -> None:
+    """Print ``rows`` (the first a header) in aligned columns: the first left-aligned, the others right."""
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print(*(f"{c!s:<{w}}" if i == 0 else f"{c!s:>{w}}" for i, (c, w) in enumerate(zip(row, widths, strict=True))))
 
 
 def run_main(run: Callable[[contextlib.ExitStack], dict[str, Any]], show: Callable[[dict[str, Any]], None], out: Path,
