@@ -1,10 +1,6 @@
-"""Query API load benchmark: latency per endpoint under many concurrent clients, next to the
-raw store query time of the same work measured in the same run.
-
-    eval "$(python -m deploy.local.stack env)"   # a running stack with Redis and Mongo
-    python -m bench.api_bench [--clients 24] [--duration 180] [--days 90] [--events 300000] ...
-
-Goals: p95 <= 100 ms (realtime), <= 300 ms (history), <= 3 x raw p95. See bench/README.md."""
+"""Query API load benchmark: latency per endpoint under concurrent clients, next to the raw store query
+time of the same work in the same run, on the stack the environment names. Goals: p95 <= 100 ms (realtime),
+<= 300 ms (history), <= 3 x raw p95. Usage and figures: bench/README.md."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Collector benchmark: what ClickstreamMiddleware costs a Django site, and what a beacon costs
-the collector, as throughput ratios measured side by side in one run.
-
-    python -m bench.collector_bench [-d 10] [-r 3] [--cpus auto|none] [--stack auto|env|own]
-    python -m bench.collector_bench --instructions [--requests 300] [-r 2]   # under callgrind
-
-Goals: ``B_page / A_page`` and ``B_page / A2_page`` >= 0.95, ``A_collect / A_empty`` >= 0.80.
-See bench/README.md."""
+"""Collector benchmark: what ClickstreamMiddleware costs a Django site and what a beacon costs the collector,
+as throughput ratios side by side in one run, or (``--instructions``) as instructions under callgrind. Goals:
+``B_page / A_page`` and ``B_page / A2_page`` >= 0.95, ``A_collect / A_empty`` >= 0.80. See bench/README.md."""
 
 from __future__ import annotations
 

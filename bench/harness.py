@@ -136,14 +136,12 @@ class Server:
         """SIGTERM (gunicorn's graceful stop flushes the workers' producers), then SIGKILL."""
         if self.proc is None:
             return
-        for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(wait)
-                break
-        with contextlib.suppress(ProcessLookupError):  # workers that outlived the master
+        with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        with contextlib.suppress(ProcessLookupError):  # a master that did not stop, workers that outlived it
             os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(5)
         self.proc = None
 
 

@@ -1,10 +1,6 @@
-"""Realtime worker benchmark: the worker's throughput against a bare Kafka consume loop,
-Redis round trips per batch, and event -> visible-counter latency at half load.
-
-    eval "$(python -m deploy.local.stack env)"   # a running stack with Kafka and Redis
-    python -m bench.realtime_bench [--events 100000] [--rounds 2] [--latency-seconds 30]
-
-Goals: worker / bare >= 0.50, 1 round trip per batch, p99 <= 2 s. See bench/README.md."""
+"""Realtime worker benchmark: the worker's throughput against a bare Kafka consume loop, Redis round trips per
+batch, and event -> counter latency at half load, on the stack the environment names. Goals: worker / bare
+>= 0.50, 1 round trip per batch, p99 <= 2 s. Usage and figures: bench/README.md."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Rollup benchmark: the nightly Spark rollup (``local[2]``) against DuckDB on the same archive.
-
-    python -m bench.rollup_bench [--events 10000000] [--rounds 1]   # no services needed
-
-Both compute the ``page``, ``ref`` and ``refpage`` breakdowns, which must match row by row.
-Goal: Spark <= 5x DuckDB's wall time. See bench/README.md."""
+"""Rollup benchmark: the nightly Spark rollup (``local[2]``) against DuckDB on the same generated archive, their
+``page``, ``ref`` and ``refpage`` breakdowns compared row by row; no services needed. Goal: Spark <= 5 x DuckDB's
+wall time. Usage and figures: bench/README.md."""
 
 from __future__ import annotations
 
