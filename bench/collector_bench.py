@@ -1,11 +1,6 @@
-"""Collector benchmark: what ClickstreamMiddleware costs a Django site, and what a beacon costs
-the collector, as throughput ratios measured side by side in one run.
-
-    python -m bench.collector_bench [-d 10] [-r 3] [--cpus auto|none] [--stack auto|env|own]
-    python -m bench.collector_bench --instructions [--requests 300] [-r 2]   # under callgrind
-
-Goals: ``B_page / A_page`` and ``B_page / A2_page`` >= 0.95, ``A_collect / A_empty`` >= 0.80.
-See bench/README.md."""
+"""Collector benchmark: what ClickstreamMiddleware costs a Django site and what a beacon costs the collector,
+as throughput ratios side by side in one run, or (``--instructions``) as instructions under callgrind. Goals:
+``B_page / A_page`` and ``B_page / A2_page`` >= 0.95, ``A_collect / A_empty`` >= 0.80. See bench/README.md."""
 
 from __future__ import annotations
 
@@ -62,12 +57,10 @@ RATIOS = {
 }
 # A goal's ratios and the control that can leave it unresolved (see verdict()).
 VERDICTS = {"middleware": (("middleware", "middleware_a2"), "control"), "beacon": (("beacon",), None)}
-NOISY = 0.10  # above this median share of the machine's CPU used by others, req/s ratios are suspect
 
 
 def cpu_split(available: frozenset[int]) -> tuple[frozenset[int], frozenset[int]] | None:
-    """(servers' CPUs, the rest's): the highest available CPU for the bench process, wrk and a
-    private stack, the others for the servers; no split on one CPU."""
+    """(servers' CPUs, the rest's): the highest for bench, wrk and private stack, the others for the servers."""
     return None if len(available) < 2 else (available - {max(available)}, frozenset({max(available)}))
 
 
@@ -84,8 +77,7 @@ class Watermarks:
         return sum(self.consumer.get_watermark_offsets(tp, timeout=5)[1] for tp in self.tps)
 
     def settled(self, quiet: float = 1.5, limit: float = 60.0) -> int:
-        """The total once it has not moved for ``quiet`` seconds (the middleware delivers from a
-        background queue, so events keep arriving after the load stops)."""
+        """The total once still for ``quiet`` seconds (the middleware delivers after answering, from a queue)."""
         last, since, deadline = self.total(), time.monotonic(), time.monotonic() + limit
         while time.monotonic() - since < quiet and time.monotonic() < deadline:
             time.sleep(0.25)
@@ -143,14 +135,10 @@ class Bench:
     def measure(self, var: Variant) -> dict[str, Any]:
         """One wrk run of ``var``: throughput, latency, statuses, CPU, events on Kafka."""
         start_events, server = self.marks.settled(quiet=0.5), self.servers[var.server]
-        before = (server.cpu_s(), harness.cpu_seconds(children=True), harness.machine_busy_seconds())
-        window = time.monotonic()
+        server_cpu = server.cpu_s()
         run = self.wrk(var, self.args.duration)
         produced = self.marks.settled() - start_events  # the middleware delivers after answering
-        server_cpu = server.cpu_s() - before[0]
-        wrk_cpu = harness.cpu_seconds(children=True) - before[1]
-        others = harness.machine_busy_seconds() - before[2] - server_cpu - wrk_cpu  # incl. the idle servers'
-        window = time.monotonic() - window
+        server_cpu = server.cpu_s() - server_cpu
         statuses = {int(k): v for k, v in run["statuses"].items()}
         ok = sum(n for code, n in statuses.items() if 200 <= code < 300)
         return {
@@ -158,7 +146,6 @@ class Bench:
             "p99_ms": run["latency_us"]["p99"] / 1000, "requests": run["requests"], "statuses": statuses,
             "non_2xx": run["requests"] - ok,
             "socket_errors": {k: v for k, v in run["errors"].items() if k != "status" and v},
-            "others_cpu_share": round(max(others, 0.0) / (window * (os.cpu_count() or 1)), 3),
             "server_cpu_ms_per_req": round(server_cpu * 1000 / max(run["requests"], 1), 4),
             "events_produced": produced, "events_expected": ok if var.tracked else 0,
         }  # fmt: skip
@@ -179,16 +166,14 @@ class Bench:
         for number in range(args.rounds):
             for var in VARIANTS if number % 2 == 0 else VARIANTS[::-1]:
                 runs[var.key].append(r := self.measure(var))
-                print(f"round {number + 1}/{args.rounds} {var.key:<10} {r['rps']:7.0f} req/s  p50 {r['p50_ms']:6.1f}"
-                      f" ms  p99 {r['p99_ms']:6.1f} ms  server CPU {r['server_cpu_ms_per_req']:.3f} ms/req  statuses "
-                      f"{r['statuses']}  events {r['events_produced']}/{r['events_expected']}", flush=True)  # fmt: skip
+                print(f"round {number + 1} {var.key:<10} {r['rps']:7.0f} req/s, p50 {r['p50_ms']:.1f} ms, p99 "
+                      f"{r['p99_ms']:.1f} ms, CPU {r['server_cpu_ms_per_req']:.3f} ms/req", flush=True)  # fmt: skip
         return runs
 
 
 def kafka_check(produced: int, expected: int, tracked: bool, slack: int) -> str:
-    """Whether the events on Kafka match the 2xx answers wrk counted. wrk stops counting at the
-    deadline while up to one request per connection is still being served, so a tracked
-    variant may show up to ``slack`` events more than answers."""
+    """Whether the events on Kafka match wrk's 2xx: wrk stops counting with up to one request per connection
+    still served, so a tracked variant may show up to ``slack`` events more."""
     diff = produced - expected
     if not tracked:
         return "ok" if diff == 0 else f"{diff:+d} unexpected (another producer on the topic?)"
@@ -216,8 +201,8 @@ def ratio(top: Mapping, bottom: Mapping, of: str, goal: float | None) -> dict[st
 
 
 def verdict(measured: Sequence[Mapping], control: Mapping | None) -> str:
-    """PASS when every ratio in ``measured`` meets its goal, FAIL when none does, UNRESOLVED when
-    they disagree or when ``control`` (an A/A ratio) is off 1.00 by more than the margin."""
+    """PASS when every ratio meets its goal, FAIL when none does, UNRESOLVED when they disagree or when
+    ``control`` (an A/A ratio) is off 1.00 by more than the margin."""
     if control is not None and abs(control["value"] - 1.0) > min(1.0 - r["goal"] for r in measured):
         return "UNRESOLVED"
     passes = {r["pass"] for r in measured}
@@ -240,16 +225,12 @@ def build(config: dict, runs: Mapping[str, list[dict]], connections: int) -> dic
     ratios = {name: ratio(variants[t], variants[b], f"{t} / {b}", goal) for name, (t, b, goal) in RATIOS.items()}
     verdicts = {goal: verdict([ratios[n] for n in names], control and ratios[control])
                 for goal, (names, control) in VERDICTS.items()}  # fmt: skip
-    noise = statistics.median(r["others_cpu_share"] for rs in runs.values() for r in rs)
     warnings = [f"{k}: events on Kafka {v['kafka_check']}" for k, v in variants.items()
                 if not v["kafka_check"].startswith("ok")]  # fmt: skip
-    if noise > NOISY:
-        warnings.append(f"other processes used {noise:.0%} of the machine's CPU during the runs (median): the req/s "
-                        "ratios are unreliable; the CPU ratios are the steadier estimate")  # fmt: skip
     failures = [f"{k}: {v['non_2xx']} non-2xx answers" for k, v in variants.items() if v["non_2xx"]]
     failures += [f"{k}: {v['socket_errors']} socket errors" for k, v in variants.items() if v["socket_errors"]]
     return {"benchmark": "collector", "config": config, "variants": variants, "ratios": ratios,
-            "verdicts": verdicts, "others_cpu_share": round(noise, 3), "warnings": warnings, "failures": failures,
+            "verdicts": verdicts, "warnings": warnings, "failures": failures,
             "ok": not failures}  # fmt: skip
 
 
@@ -313,8 +294,7 @@ def read_dump(path: Path) -> Dump | None:
 
 
 def per_variant(dumps: list[Dump], requests: int) -> dict[str, dict[int, float]]:
-    """{variant: {thread: median Ir per page view over its rounds}} from dumps labelled
-    ``<variant>.<round>`` (others, like the warm-up's, left out; a missing thread counts 0)."""
+    """{variant: {thread: median Ir per page view}} from dumps labelled ``<variant>.<round>`` (others left out)."""
     phases: dict[str, dict[int, int]] = {}
     for dump in dumps:
         phases.setdefault(dump.label, {})[dump.thread] = dump.instructions
@@ -327,8 +307,8 @@ def per_variant(dumps: list[Dump], requests: int) -> dict[str, dict[int, float]]
 
 
 def summarise(results: dict[str, dict[int, float]], names: Mapping[int, str]) -> dict[str, dict[str, float]]:
-    """Per variant: Ir per page view of each COUNTED thread (valgrind's numbers -> ``names``), their
-    ``total``, and every other thread's in one ``clocked`` sum (left out of the total)."""
+    """Per variant: Ir per page view of each COUNTED thread (``names``: by valgrind's numbers), their ``total``,
+    and the other threads' in one ``clocked`` sum (left out of the total)."""
     rows = {}
     for variant, counts in results.items():
         row = {name: sum(x for t, x in counts.items() if names.get(t) == name) for name in COUNTED}
@@ -338,8 +318,7 @@ def summarise(results: dict[str, dict[int, float]], names: Mapping[int, str]) ->
 
 
 def report(rows: Mapping[str, Mapping[str, float]]) -> list[str]:
-    """The table: a row per variant, its total's difference from the first row's and the first's
-    total over it (a ceiling for the req/s ratio)."""
+    """A row per variant: its total's difference from the first's and the first's over it (a req/s ceiling)."""
     first = next(iter(rows))
     base = rows[first]["total"]
     heads = (*COUNTED, "total", "(clocked)", f"vs {first}", "ceiling")
@@ -370,8 +349,8 @@ def serve(app: WSGIApp, requests: int) -> None:
 
 
 def child(requests: int, rounds: int, out: Path) -> None:
-    """Inside callgrind: the phases, each closed by a dump; B's phases end once their events are
-    on Kafka. Writes valgrind's numbers of the COUNTED threads -> names to ``out/threads.json``."""
+    """Inside callgrind: phases closed by dumps, B's once its events are on Kafka; COUNTED threads' names
+    by valgrind's numbers to ``out/threads.json``."""
     os.environ.update(DJANGO_SETTINGS_MODULE="bench.settings_bench", FOOTFALL_BENCH_MIDDLEWARE="1",
                       FOOTFALL_TRUSTED_PROXIES="1", ALLOWED_HOSTS="localhost")  # fmt: skip
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='ff-callgrind-')}/db.sqlite3")

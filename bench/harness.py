@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -45,8 +45,8 @@ def tool(name: str) -> str:
 
 
 def use_stack(mode: str, workdir: Path, cleanup: contextlib.ExitStack, services: tuple[str, ...]) -> tuple[dict, str]:
-    """(environment, description) of a stack. ``env``: the running one the environment names; ``own``:
-    ``services`` started by the stack's CLI in ``workdir`` on the bench's ports; ``auto``: ``env`` if named."""
+    """(environment, description) of a stack: ``env`` the one the environment names, ``own`` ``services`` on the
+    bench's ports, started in ``workdir`` by the stack's CLI (stopped by ``cleanup``), ``auto`` ``env`` if named."""
     if mode == "env" or (mode == "auto" and os.environ.get("KAFKA_BOOTSTRAP_SERVERS")):
         return dict(os.environ), f"env (Kafka {os.environ.get('KAFKA_BOOTSTRAP_SERVERS')})"
     stack_env = {**os.environ, "FOOTFALL_STATE_DIR": str(workdir / "stack")}
@@ -84,8 +84,7 @@ def unlink_matching(client: redis.Redis, *patterns: str) -> None:
 
 
 def server_env(env: Mapping[str, str], workdir: Path, settings: str, **extra: str) -> dict[str, str]:
-    """Environment of a bench's Django servers: production-like (DEBUG off), their SQLite database
-    and data under ``workdir``, plus ``extra``."""
+    """Environment of a bench's Django servers: production-like, their database and data in ``workdir``, ``extra``."""
     drop = {"DATABASE_URL", "FOOTFALL_SPOOL_DIR", "FOOTFALL_ENV", "FOOTFALL_BENCH_MIDDLEWARE"}
     return {k: v for k, v in env.items() if k not in drop} | dict(
         DJANGO_SETTINGS_MODULE=settings, FOOTFALL_DATA_DIR=str(workdir / "data"), DEBUG="0", PYTHONUNBUFFERED="1",
@@ -112,8 +111,7 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, probe: Callable[[], bool], timeout: float = 90.0) -> None:
-        """Start it (on ``cpus``: set in the child before exec, so the workers gunicorn forks
-        inherit it) and wait until ``probe()`` is true."""
+        """Start it on ``cpus`` (set before exec: gunicorn's workers inherit it); wait until ``probe()`` is true."""
         cpus = self.cpus
         with self.log_file.open("ab") as log:
             self.proc = subprocess.Popen(
@@ -138,46 +136,34 @@ class Server:
         """SIGTERM (gunicorn's graceful stop flushes the workers' producers), then SIGKILL."""
         if self.proc is None:
             return
-        for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(wait)
-                break
-        with contextlib.suppress(ProcessLookupError):  # workers that outlived the master
+        with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        with contextlib.suppress(ProcessLookupError):  # a master that did not stop, workers that outlived it
             os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(5)
         self.proc = None
 
 
 def _stat_ticks(stat: Path) -> tuple[int, int]:
-    """(process group, utime + stime ticks) of a /proc/<pid>/stat file."""
-    fields = stat.read_text().rsplit(")", 1)[1].split()
-    return int(fields[2]), int(fields[11]) + int(fields[12])
+    """(process group, utime + stime ticks) of a /proc/<pid>/stat file; (0, 0) once the process ended."""
+    with contextlib.suppress(OSError, IndexError):
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return int(fields[2]), int(fields[11]) + int(fields[12])
+    return 0, 0
 
 
 def group_seconds(pgid: int) -> float:
     """User + system CPU seconds of the live processes in process group ``pgid``."""
-    ticks = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError):  # ended while we looked
-            group, used = _stat_ticks(stat)
-            ticks += used if group == pgid else 0
-    return ticks / TICK
+    return sum(used for group, used in map(_stat_ticks, Path("/proc").glob("[0-9]*/stat")) if group == pgid) / TICK
 
 
 def cpu_seconds(pid: int | None = None, children: bool = False) -> float:
-    """CPU seconds of process ``pid`` (all its threads), else of this process, or of its
-    waited-for children (wrk)."""
+    """CPU seconds of process ``pid`` (all its threads), else of this process or of its waited-for children."""
     if pid is not None:
         return _stat_ticks(Path(f"/proc/{pid}/stat"))[1] / TICK
     usage = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds all cores spent not idle since boot."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-    return (sum(values) - values[3] - values[4]) / TICK
 
 
 def machine() -> dict[str, Any]:
@@ -186,10 +172,16 @@ def machine() -> dict[str, Any]:
             "loadavg": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
 
 
+def columns(rows: Sequence[Sequence[object]]) -> None:
+    """Print ``rows`` (the first a header) in aligned columns: the first left-aligned, the others right."""
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print(*(f"{c!s:<{w}}" if i == 0 else f"{c!s:>{w}}" for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+
+
 def run_main(run: Callable[[contextlib.ExitStack], dict[str, Any]], show: Callable[[dict[str, Any]], None], out: Path,
              errors: tuple[type[Exception], ...] = ()) -> int:  # fmt: skip
-    """Run a bench with a cleanup stack for what it starts, print and write its result; exit status 1
-    when it failed or its ``ok`` is false, 130 when interrupted."""
+    """Run a bench with a cleanup stack, print and write its result; exit 1 if failed or not ``ok``, 130 if stopped."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")

@@ -1,10 +1,6 @@
-"""Realtime worker benchmark: the worker's throughput against a bare Kafka consume loop,
-Redis round trips per batch, and event -> visible-counter latency at half load.
-
-    eval "$(python -m deploy.local.stack env)"   # a running stack with Kafka and Redis
-    python -m bench.realtime_bench [--events 100000] [--rounds 2] [--latency-seconds 30]
-
-Goals: worker / bare >= 0.50, 1 round trip per batch, p99 <= 2 s. See bench/README.md."""
+"""Realtime worker benchmark: the worker's throughput against a bare Kafka consume loop, Redis round trips per
+batch, and event -> counter latency at half load, on the stack the environment names. Goals: worker / bare
+>= 0.50, 1 round trip per batch, p99 <= 2 s. Usage and figures: bench/README.md."""
 
 from __future__ import annotations
 
@@ -30,7 +26,7 @@ import redis
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from bench.harness import OUT, REPO, BenchError, machine, run_main, unlink_matching
+from bench.harness import OUT, REPO, BenchError, columns, machine, run_main, unlink_matching
 from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
@@ -43,26 +39,22 @@ from realtime.store import APPLY, ApplyResult, CounterStore
 
 PARTITIONS, DUP_RATE, SEED, BARE_BATCH, MARKER_S, POLL_S, TIMEOUT_S = 6, 0.05, 42, 1000, 0.1, 0.005, 300.0
 ID_PREFIX = b'{"event_id":"'  # msgspec writes struct fields in order: every payload starts so
-GOALS = {"ratio": 0.50, "round_trips": 1, "p99_s": 2.0}
+GOALS, LATENCY_LOAD = {"ratio": 0.50, "round_trips": 1, "p99_s": 2.0}, 0.5  # latency at half the worker's rate
 # librdkafka's local queue must hold a whole pre-produced stream (its default is 100,000 messages).
 PRODUCER = {"queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000}
 
 
-def round_stats(
-    kind: str, messages: int, wall_s: float, steady_s: float, steady_messages: int, steady_cpu_s: float
-) -> dict[str, Any]:
-    """Rates of one round; steady = after the first chunk (batch), wall = from the start. CPU: of
-    the consuming Python thread only (librdkafka's own threads are left out for both kinds)."""
+def round_stats(kind: str, messages: int, wall_s: float, steady_s: float, steady_messages: int, cpu_s: float) -> dict:
+    """Rates of a round: steady after its first batch, wall from its start; CPU of the consuming thread only."""
     if steady_messages <= 0 or steady_s <= 0:  # a single chunk: no steady part to time
         steady_messages, steady_s = messages, wall_s
     return {"kind": kind, "wall_s": round(wall_s, 3), "wall_eps": round(messages / wall_s),
             "steady_eps": round(steady_messages / steady_s),
-            "cpu_us_per_event": round(1e6 * steady_cpu_s / steady_messages, 2)}  # fmt: skip
+            "cpu_us_per_event": round(1e6 * cpu_s / steady_messages, 2)}  # fmt: skip
 
 
 def make_stream(site: str, n: int, dup_rate: float, seed: int) -> list[tuple[bytes, bytes]]:
-    """``(key, payload)`` of ``n`` distinct page views over the last hour plus ``dup_rate`` x n
-    repeats (retried beacons), shuffled, keyed by visitor as the collector keys them."""
+    """``(key, payload)`` of ``n`` page views over the last hour and ``dup_rate`` x n repeats, shuffled, by visitor."""
     now = int(time.time() * 1000)
     gen = DemoTraffic(site_id=site, visitors=3000, seed=seed)
     distinct = [gen.event(now - 3_600_000 + i * 3_600_000 // n) for i in range(n)]
@@ -81,8 +73,7 @@ def quietly(action: Callable[[], object], what: str) -> None:
 
 
 class ObservedStore(CounterStore):
-    """The real store, recording each batch (events received, round trips, end time, the
-    worker thread's CPU time) and setting ``done`` once its offsets reach ``want``."""
+    """The real store, recording each batch's events, round trips, time and CPU; ``done`` at offsets ``want``."""
 
     def __init__(self, client: redis.Redis, layout: KeyLayout, want: Mapping[str, int]) -> None:
         super().__init__(client, layout)
@@ -128,8 +119,7 @@ class RealtimeBench:
         return name
 
     def bare_round(self, topic: str, total: int) -> dict[str, Any]:
-        """Read ``total`` messages with a bare consume loop: what a Python consumer gets from
-        this broker on this machine, the ceiling the worker is compared with."""
+        """Read ``total`` messages in a bare consume loop: what a Python consumer gets, the worker's ceiling."""
         consumer = Consumer(consumer_config(self.cfg, f"rtbench-bare-{uuid.uuid4().hex[:8]}"))
         started, count, first_n, first_done, first_cpu = time.perf_counter(), 0, 0, 0.0, 0.0
         try:
@@ -146,8 +136,7 @@ class RealtimeBench:
         return round_stats("bare", count, end - started, end - first_done, count - first_n, cpu - first_cpu)
 
     def script_calls(self) -> int:
-        """Successful EVAL + EVALSHA calls so far (a NOSCRIPT miss is a failed call): the
-        round trips as Redis counts them."""
+        """Successful EVAL + EVALSHA calls so far (NOSCRIPT fails): the round trips as Redis counts them."""
         rows = [v for k, v in self.client.info("commandstats").items() if k in {"cmdstat_eval", "cmdstat_evalsha"}]
         return sum(r["calls"] - r.get("failed_calls", 0) for r in rows)
 
@@ -176,8 +165,7 @@ class RealtimeBench:
 
     def poll_markers(self, pending: dict[str, tuple[str, float]], seen: list[float], lock: threading.Lock,
                      stop: threading.Event) -> None:  # fmt: skip
-        """Until ``stop``, every ``POLL_S``: one pipelined HMGET per minute hash holding pending
-        markers (one or two hashes); a marker's latency ends when a read returns its field."""
+        """Every ``POLL_S``, one HMGET per minute hash of pending markers; a marker is seen once its field is."""
         while not stop.wait(POLL_S):
             with lock:
                 by_key: dict[str, list[str]] = {}
@@ -219,14 +207,14 @@ class RealtimeBench:
                 pending[f"event:{event.type}"] = (key, time.perf_counter())
             producer.produce(topic, encode(event), key=(event.visitor_id or "").encode())
 
-        def drain(timeout: float) -> None:
+        def drain(timeout: float) -> bool:  # whether every marker was seen
             deadline = time.monotonic() + timeout
             while pending and time.monotonic() < deadline and proc.poll() is None:
                 producer.poll(0.05)
+            return not pending
 
         send_marker()  # warm-up: Django start-up and the group join must not count as latency
-        drain(120)
-        if pending:
+        if not drain(120):
             raise BenchError(f"the run_realtime worker counted no marker within 120 s (log: {log_path})")
         seen.clear()
         started = next_marker = time.perf_counter()
@@ -290,7 +278,7 @@ class RealtimeBench:
 
         bare, worker = median("bare", "steady_eps"), median("worker", "steady_eps")
         bare_cpu, worker_cpu = median("bare", "cpu_us_per_event"), median("worker", "cpu_us_per_event")
-        rate = args.latency_load * worker
+        rate = LATENCY_LOAD * worker
         print(f"latency: {rate:,.0f} ev/s for {args.latency_seconds:.0f}s, markers every {MARKER_S * 1000:.0f}ms ...")
         self.delete_site_keys()  # the load reuses the payloads: they must count as new
         latency = self.latency(self.create_topic(f"{topic}-lat"), items, rate)
@@ -317,7 +305,7 @@ def print_table(res: dict[str, Any]) -> None:
     ok = {True: "PASS", False: "FAIL"}
     print(f"\nrealtime bench: {run['messages']:,} messages, site {run['site']}, {run['machine']['cpus']} CPUs, "
           f"load average {run['loadavg_start'][0]:.1f} -> {run['machine']['loadavg'][0]:.1f}")  # fmt: skip
-    for name, value, goal, verdict in [
+    columns([
         ("metric", "measured", "goal", "result"),
         ("events/s bare consume / worker (medians)", f"{t['bare_eps']:,} / {t['worker_eps']:,}", "", ""),
         ("throughput ratio worker / bare", f"{t['ratio']:.4f}", f">= {GOALS['ratio']:.2f}", ok[t["pass"]]),
@@ -330,8 +318,7 @@ def print_table(res: dict[str, Any]) -> None:
          f"p99 <= {GOALS['p99_s']:.0f}s", ok[lat["pass"]]),
         ("  markers missed / sent, max latency", f"{lat['missing']} / {lat['markers']}, {lat['max_s']:.3f}s", "", ""),
         ("counts exact after each worker round", str(t["counts_exact"]), "all True", ok[all(t["counts_exact"])]),
-    ]:  # fmt: skip
-        print(f"{name:<46} {value:>26}  {goal:<10} {verdict}")
+    ])  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,7 +327,6 @@ def main(argv: list[str] | None = None) -> int:
     add("--events", type=int, default=100_000, help="distinct events produced (default 100000)")
     add("--rounds", type=int, default=2, help="bare/worker pairs; medians are reported (default 2)")
     add("--latency-seconds", type=float, default=30.0, help="duration of the latency load (default 30)")
-    add("--latency-load", type=float, default=0.5, help="latency load as a fraction of the worker rate")
     add("--out", type=Path, default=OUT / "realtime.json", help="JSON results (default %(default)s)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

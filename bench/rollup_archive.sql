@@ -1,17 +1,13 @@
 -- One site's local day of archive rows for bench/rollup_bench.py, which fills in the names in
 -- braces (str.format): n distinct events from generator index first_g, and re-delivered copies.
-WITH base AS (
-    SELECT g, u(g, 1) AS r, u(g, 2) AS ut, u(g, 3) AS ub, u(g, 4) AS uv, u(g, 5) AS up, u(g, 6) AS ux
-    FROM (SELECT {first_g} + range AS g FROM range({n}))
-),
-e1 AS (
-    SELECT *,
+WITH e1 AS (
+    SELECT g, u(g, 1) AS r, u(g, 4) AS uv, u(g, 5) AS up,
         -- 70% of the traffic in the site's daytime (07-23 h local), the rest spread evenly
-        CASE WHEN ut < 0.7 THEN 7 + floor(16 * u(g, 7)) ELSE floor(24 * u(g, 7)) END AS lhour,
-        CASE WHEN ub < {bot_rate} THEN TRUE WHEN ub < {bot_edge} THEN NULL ELSE FALSE END AS is_bot,
-        CASE WHEN ux < 0.86 THEN 'pageview' WHEN ux < 0.96 THEN 'request'
+        CASE WHEN u(g, 2) < 0.7 THEN 7 + floor(16 * u(g, 7)) ELSE floor(24 * u(g, 7)) END AS lhour,
+        CASE WHEN u(g, 3) < {bot_rate} THEN TRUE WHEN u(g, 3) < {bot_edge} THEN NULL ELSE FALSE END AS is_bot,
+        CASE WHEN u(g, 6) < 0.86 THEN 'pageview' WHEN u(g, 6) < 0.96 THEN 'request'
              ELSE ['signup', 'click', 'download', 'outbound:link'][1 + floor(4 * u(g, 8))::INT] END AS type
-    FROM base
+    FROM (SELECT {first_g} + range AS g FROM range({n}))
 ),
 e2 AS (
     SELECT *,

@@ -1,9 +1,6 @@
-"""Rollup benchmark: the nightly Spark rollup (``local[2]``) against DuckDB on the same archive.
-
-    python -m bench.rollup_bench [--events 10000000] [--rounds 1]   # no services needed
-
-Both compute the ``page``, ``ref`` and ``refpage`` breakdowns, which must match row by row.
-Goal: Spark <= 5x DuckDB's wall time. See bench/README.md."""
+"""Rollup benchmark: the nightly Spark rollup (``local[2]``) against DuckDB on the same generated archive, their
+``page``, ``ref`` and ``refpage`` breakdowns compared row by row; no services needed. Goal: Spark <= 5 x DuckDB's
+wall time. Usage and figures: bench/README.md."""
 
 from __future__ import annotations
 
@@ -29,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from archive.schema import ARROW_SCHEMA, EVENTS_DIR
-from bench.harness import OUT, cpu_seconds, machine, run_main
+from bench.harness import OUT, columns, cpu_seconds, machine, run_main
 from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
 from spark_jobs.transforms import DEFAULT_TZ
 
@@ -82,22 +79,17 @@ def _allocate(total: int, weights: Sequence[float]) -> list[int]:
     return counts
 
 
-def _referrer_sql() -> tuple[str, str, str]:
-    """CASE expressions (ref_domain, ref_type, referrer) over the uniform ``r``."""
-    edges = [f"WHEN r < {edge:.6f} THEN" for edge in accumulate(share for share, *_ in REFERRERS)]
-    columns = zip(*((dom, f"'{typ}'", ref) for _, dom, typ, ref in REFERRERS), strict=True)
-    whens = [" ".join(f"{edge} {value}" for edge, value in zip(edges, col, strict=True)) for col in columns]
-    return f"CASE {whens[0]} ELSE NULL END", f"CASE {whens[1]} ELSE 'direct' END", f"CASE {whens[2]} ELSE NULL END"
-
-
 def _chunk_sql(site: tuple, day: dt.date, first_g: int, n: int, n_dup: int, visitors: int) -> str:
     """Rows of one site and local day: ``n`` distinct events plus ``n_dup`` re-delivered copies."""
-    ref_domain, ref_type, referrer = _referrer_sql()
+    edges = [f"WHEN r < {edge:.6f} THEN" for edge in accumulate(share for share, *_ in REFERRERS)]
+    cols = zip(*((dom, f"'{typ}'", ref) for _, dom, typ, ref in REFERRERS), strict=True)  # CASE over the uniform r
+    dom, typ, ref = (" ".join(f"{edge} {value}" for edge, value in zip(edges, col, strict=True)) for col in cols)
     site_id, host, tz, _, pages, prefix = site
     return ARCHIVE_SQL.format(
         site_id=site_id, host=host, tz=tz or DEFAULT_TZ, pages=pages, prefix=prefix, day=day, first_g=first_g, n=n,
         dup_end=first_g + n_dup, visitors=visitors, bot_rate=BOT_RATE, bot_edge=BOT_RATE + 0.001,
-        ref_domain=ref_domain, ref_type=ref_type, referrer=referrer,
+        ref_domain=f"CASE {dom} ELSE NULL END", ref_type=f"CASE {typ} ELSE 'direct' END",
+        referrer=f"CASE {ref} ELSE NULL END",
     )  # fmt: skip
 
 
@@ -113,34 +105,25 @@ def generate(root: Path, events: int, seed: int) -> dict[str, Any]:
     distinct = round(events / (1 + DUP_RATE / (1 - DUP_RATE)))  # duplicates = DUP_RATE of all rows
     days = [FIRST_DAY + dt.timedelta(days=i) for i in range(LOCAL_DAYS)]
     chunks = [(s, d) for s in SITES for d in days]
-    # Weekends are a little quieter.
-    weights = [s[3] * (0.8 if d.weekday() >= 5 else 1.0) for s, d in chunks]
-    per_chunk = _allocate(distinct, weights)
-    dups = _allocate(events - distinct, per_chunk)
-    tmp = root.with_name(root.name + ".tmp")
+    per_chunk = _allocate(distinct, [s[3] * (0.8 if d.weekday() >= 5 else 1.0) for s, d in chunks])  # quieter weekends
+    dups, tmp = _allocate(events - distinct, per_chunk), root.with_name(root.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"CREATE MACRO u(g, k) AS (hash(g, k, {seed}) >> 11)::DOUBLE / 9007199254740992.0")
     files = rows = first_g = 0
-    names = [f.name for f in ARROW_SCHEMA]
     for number, ((site, day), n, n_dup) in enumerate(zip(chunks, per_chunk, dups, strict=True)):
         table = _arrow(con.sql(_chunk_sql(site, day, first_g, n, n_dup, max(1, n // 3))))
         first_g += n
         keys = pc.binary_join_element_wise(table["date"], table["hour"], table["batch"], "/")
         counts = pc.value_counts(keys)  # in order of first appearance, which is sorted order
-        data = table.select(names).cast(ARROW_SCHEMA)
-        offset = 0
+        data, offset = table.select(ARROW_SCHEMA.names).cast(ARROW_SCHEMA), 0
         for item in counts:
-            key, count = item["values"].as_py(), item["counts"].as_py()
-            date, hour, batch = key.split("/")
-            directory = tmp / EVENTS_DIR / f"site_id={site[0]}" / f"date={date}" / f"hour={hour}"
-            directory.mkdir(parents=True, exist_ok=True)
-            pq.write_table(
-                data.slice(offset, count), directory / f"part-{number:03d}-{batch}.parquet", compression="zstd"
-            )
-            offset += count
-            files += 1
+            (date, hour, batch), count = item["values"].as_py().split("/"), item["counts"].as_py()
+            where = tmp / EVENTS_DIR / f"site_id={site[0]}" / f"date={date}" / f"hour={hour}"
+            where.mkdir(parents=True, exist_ok=True)
+            pq.write_table(data.slice(offset, count), where / f"part-{number:03d}-{batch}.parquet", compression="zstd")
+            offset, files = offset + count, files + 1
         rows += len(table)
         print(f"\r  generating: {rows:,}/{events:,} rows, {files:,} files", end="", flush=True)
     print()
@@ -209,10 +192,9 @@ def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list
     return Run(table, time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu)
 
 
-# The breakdowns of spark_jobs.transforms measured here (DIMENSIONS), written from its rules.
-# The referrer label (footfall_capture.events.ref_label): the domain, else "(unknown)" when a
-# referrer was sent, else "(direct)". The local day of every row: one ICU time zone conversion
-# per row, as Spark does it. refpage is NULL when path is NULL, like Spark's concat.
+# The breakdowns of spark_jobs.transforms measured here (DIMENSIONS), written from its rules: the referrer label
+# as footfall.vocabulary.ref_label gives it; the local day of every row by one ICU time zone conversion per row,
+# as Spark does it; refpage NULL when path is NULL, like Spark's concat.
 DUCKDB_SQL = """
 WITH archive AS (
     SELECT * FROM read_parquet($files, hive_partitioning = true,
@@ -289,14 +271,14 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     print(f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
           f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}")  # fmt: skip
     load_before, t0 = os.getloadavg(), time.monotonic()
-    spark = start_spark(args.driver_memory)
+    spark = start_spark("4g")  # local mode: all of Spark
     cleanup.callback(spark.stop)
     spark_start = time.monotonic() - t0
     runs: dict[str, list[Run]] = {"spark": [], "duckdb": []}
     for number in range(args.rounds):
         for engine in ("spark", "duckdb") if number % 2 == 0 else ("duckdb", "spark"):
             run = run_spark(spark, root, site_tz, days) if engine == "spark" else run_duckdb(
-                root, site_tz, days, utc_dates_for(days), args.duckdb_memory)  # fmt: skip
+                root, site_tz, days, utc_dates_for(days), "4GB")  # fmt: skip
             runs[engine].append(run)
             print(f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s "
                   f"({run.table.num_rows:,} result rows)", flush=True)  # fmt: skip
@@ -322,17 +304,14 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
 
 
 def print_table(doc: dict[str, Any]) -> None:
-    ratio = doc["ratio_spark_duckdb"]
-    print(f"\n{'engine':8} {'wall s':>9} {'events/s':>12} {'cpu s':>9} {'spark/duckdb':>13} {'goal <= 5x':>11}")
-    for engine in ("spark", "duckdb"):
-        verdict = f"{ratio:13.2f} {'met' if doc['goal_met'] else 'MISSED':>11}" if engine == "spark" else ""
-        e = doc[engine]
-        print(f"{engine:8} {e['wall_s']:9.2f} {e['events_per_s']:12,} {e['cpu_s']:9.1f} {verdict}")
-    print(f"CPU-time ratio spark/duckdb: {doc['cpu_ratio_spark_duckdb']:.2f}; Spark session start (not in the wall "
-          f"time) {doc['spark_session_start_s']:.1f} s; figures identical: {'yes' if doc['identical'] else 'NO'} "
-          f"({doc['spark']['result_rows']:,} Spark rows, {doc['differing_rows']:,} differing)")  # fmt: skip
-    for row in doc["mismatches"]:
-        print("  mismatch:", row)
+    print()
+    columns([("engine", "wall s", "events/s", "cpu s"), *((e, f"{doc[e]['wall_s']:.2f}", f"{doc[e]['events_per_s']:,}",
+             f"{doc[e]['cpu_s']:.1f}") for e in ("spark", "duckdb"))])  # fmt: skip
+    print(f"Spark / DuckDB: wall time {doc['ratio_spark_duckdb']:.2f} (goal <= {GOAL_RATIO:g}: "
+          f"{'met' if doc['goal_met'] else 'MISSED'}), CPU time {doc['cpu_ratio_spark_duckdb']:.2f}; Spark session "
+          f"start (not in the wall time) {doc['spark_session_start_s']:.1f} s; figures identical: "
+          f"{'yes' if doc['identical'] else 'NO'} ({doc['spark']['result_rows']:,} rows, "
+          f"{doc['differing_rows']:,} differing; the first in the JSON)")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -341,8 +320,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     add("--events", type=int, default=10_000_000, help="archive rows, duplicates included (default 10,000,000)")
     add("--seed", type=int, default=42)
     add("--rounds", type=int, default=1, help="runs of each engine (order alternates); medians")
-    add("--driver-memory", default="4g", help="spark.driver.memory (local mode: all of Spark)")
-    add("--duckdb-memory", default="4GB")
     add("--regenerate", action="store_true", help="rebuild the cached archive")
     add("--out", type=Path, default=OUT / "rollup.json")
     args = parser.parse_args(argv)

@@ -15,5 +15,4 @@ if os.environ.get("FOOTFALL_BENCH_MIDDLEWARE") == "1":
     FOOTFALL_SITE_ID = "bench"
     FOOTFALL_KAFKA_BOOTSTRAP_SERVERS = FOOTFALL.kafka_bootstrap_servers
     FOOTFALL_REDIS_URL = FOOTFALL.redis_url
-    FOOTFALL_SPOOL_DIR = str(FOOTFALL.spool_dir)
-    # Defaults otherwise: every /bench/page answer is one event, checked against wrk's 200s.
+    FOOTFALL_SPOOL_DIR = str(FOOTFALL.spool_dir)  # defaults otherwise: each /bench/page 200 is one event
