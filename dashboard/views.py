@@ -25,6 +25,7 @@ from django.views.decorators.cache import never_cache
 
 from dashboard.access import ENVIRON_KEY, SESSION_SHARES, access_for, has_any_grant
 from dashboard.models import ShareLink
+from footfall.config import DEVELOPMENT_ENV, footfall_config
 from footfall.login_throttle import LOGIN_FAILURES_PER_MINUTE, WAIT_ATTRIBUTE
 
 # Headers that belong to one hop (PEP 3333 forbids them in WSGI apps) or that Django sets itself.
@@ -75,6 +76,10 @@ class DashboardLoginView(LoginView):
     template_name = "dashboard/login.html"
     redirect_authenticated_user = True
     authentication_form = ThrottledAuthenticationForm
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        # The local demo's hint names a development script: shown in development mode only.
+        return {**super().get_context_data(**kwargs), "development": footfall_config().environment == DEVELOPMENT_ENV}
 
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         response = super().form_invalid(form)

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from unittest import mock
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authentication import BasicAuthentication, SessionAuthentication
 
+from footfall.config import footfall_config
 from footfall.login_throttle import LOGIN_FAILURES_PER_MINUTE
 from tests.integration.api.conftest import make_site
 
@@ -144,3 +147,17 @@ def test_no_api_view_accepts_basic_or_session_auth() -> None:
     for route, cls in api_views:
         for auth in getattr(cls, "authentication_classes", []):
             assert not issubclass(auth, BasicAuthentication | SessionAuthentication), (route, auth)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("environment", "hinted"), [("production", False), ("local", True)])
+def test_sign_in_page_names_the_demo_script_only_in_development(environment: str, hinted: bool) -> None:
+    """Production visitors of the sign-in page are not told to run deploy/local/up.sh."""
+    footfall_config.cache_clear()
+    try:
+        with override_settings(FOOTFALL=dataclasses.replace(settings.FOOTFALL, environment=environment)):
+            page = Client().get("/dashboard/login/")
+    finally:
+        footfall_config.cache_clear()
+    assert page.status_code == 200
+    assert (b"deploy/local/up.sh" in page.content) is hinted
