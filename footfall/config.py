@@ -54,7 +54,7 @@ class MissingSettingsError(ConfigError):
 
 # Ports of the local single-node stack. The stack script starts services on these ports
 # (each overridable with FOOTFALL_<SERVICE>_PORT) and the URL defaults below point at them,
-# so a fresh checkout works with no environment at all. They are deliberately not the
+# so the stack needs no variable but FOOTFALL_ENV=local. They are deliberately not the
 # services' well-known ports, so the stack never collides with a Redis or MongoDB the
 # developer already runs.
 LOCAL_PORTS: Mapping[str, int] = {
