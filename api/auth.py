@@ -16,6 +16,7 @@ import hashlib
 import threading
 import time
 from functools import cache
+from typing import TYPE_CHECKING
 
 from cachetools import TTLCache
 from django.db.models.signals import post_delete, post_save
@@ -29,10 +30,14 @@ from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
-from rest_framework.views import APIView
 
 from footfall.config import footfall_config
 from footfall.models import ApiKey
+
+if TYPE_CHECKING:
+    # Annotations only: DRF imports this module (DEFAULT_AUTHENTICATION_CLASSES) while it is
+    # still importing rest_framework.views, so a run-time import here would be circular.
+    from rest_framework.views import APIView
 
 KEY_CACHE_TTL_S = 5.0
 _verified: TTLCache[bytes, ApiKey] = TTLCache(maxsize=10_000, ttl=KEY_CACHE_TTL_S)

@@ -88,7 +88,7 @@ def server_env(env: Mapping[str, str], workdir: Path, settings: str, **extra: st
     drop = {"DATABASE_URL", "FOOTFALL_SPOOL_DIR", "FOOTFALL_ENV", "FOOTFALL_BENCH_MIDDLEWARE"}
     return {k: v for k, v in env.items() if k not in drop} | dict(
         DJANGO_SETTINGS_MODULE=settings, FOOTFALL_DATA_DIR=str(workdir / "data"), DEBUG="0", PYTHONUNBUFFERED="1",
-        SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1,localhost",
+        SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1,localhost", FOOTFALL_TRUSTED_PROXIES="0",
     ) | extra  # fmt: skip
 
 

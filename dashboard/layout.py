@@ -124,7 +124,10 @@ def shell(access: Access) -> html.Div:
 
 
 def no_sites(access: Access) -> html.Div:
-    text = messages.SHARE_REVOKED if access.shared_revoked and not access.signed_in else messages.NO_SITES
+    if access.shared_revoked and not access.signed_in:
+        text = messages.SHARE_REVOKED
+    else:
+        text = messages.NO_SITES_STAFF if access.staff else messages.NO_SITES
     return html.Div([html.H2("Nothing to show yet"), html.P(text)], className="empty", id="no-sites")
 
 

@@ -1,17 +1,26 @@
-"""What the dashboard says when something is empty or broken, and what to do about it. Pure."""
+"""What the dashboard says when something is empty or broken, and what to do about it. Pure.
+
+Each message fits whoever reads it: the local stack's commands only in development mode
+(``FOOTFALL_ENV=local``), server commands only to staff, nothing internal to share links.
+"""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
+from footfall.config import DEVELOPMENT_ENV
 from footfall.vocabulary import QueryError
 from query.health import failed_store
 
 START_STACK = "start the stack with deploy/local/up.sh (or `python -m deploy.local.stack start {service}`)"
+# Outside development the operator runs the services; the setting is what they can check.
+CHECK_SERVICE = "the server's operator should check that {name} runs and that {variable} points at it"
 
-NO_SITES = (
-    "You cannot see any site yet. Ask an administrator to grant you one (Django admin → Dashboard → "
-    "Site access, or `manage.py dashboard_user <you> --site <site>`), or create a site with `manage.py create_site`."
+NO_SITES = "You cannot see any site yet. Ask an administrator to grant you one."
+# Staff see every site, so for them no site means none exists yet.
+NO_SITES_STAFF = (
+    "No site exists yet. Create one with `manage.py create_site <site> --domain <domain>`, then grant it to users "
+    "(Django admin → Dashboard → Site access, or `manage.py dashboard_user <user> --site <site>`)."
 )
 SHARE_REVOKED = "This share link was revoked, so its site is no longer shown. Ask the site's owner for a new link."
 NO_LIVE_TRAFFIC = (
@@ -52,32 +61,40 @@ def problem(exc: BaseException, cfg: object = None, *, public: bool = False) -> 
 
     ``public`` (a share-link visitor, not signed in) gets no service names or addresses:
     they cannot act on them, and the deployment's layout is not theirs to read. Addresses
-    shown to signed-in users never carry credentials (:func:`where`).
+    shown to signed-in users never carry credentials (:func:`where`). The local stack's
+    commands are suggested only when ``cfg`` is in development mode.
     """
     if isinstance(exc, QueryError):
         return f"The query was refused ({exc.parameter}: {exc}). Change the range or filter and try again."
     if public:
         return UNAVAILABLE_PUBLIC
     store = failed_store(exc)
+    development = getattr(cfg, "environment", None) == DEVELOPMENT_ENV
     if store == "redis":
         at = where(getattr(cfg, "redis_url", "REDIS_URL"))
         return (
             f"Redis ({at}) is not answering, so live numbers are unavailable: "
-            f"{START_STACK.format(service='redis')}, or check REDIS_URL."
+            f"{_what_to_do('redis', 'Redis', 'REDIS_URL', development)}."
         )
     if store == "mongo":
         at = where(getattr(cfg, "mongo_url", "MONGO_URL"))
         return (
             f"MongoDB ({at}) is not answering, so settled days are unavailable: "
-            f"{START_STACK.format(service='mongo')}, or check MONGO_URL."
+            f"{_what_to_do('mongo', 'MongoDB', 'MONGO_URL', development)}."
         )
     if store == "kafka":
         at = getattr(cfg, "kafka_bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS")
         return (
             f"Kafka ({where(at) if '@' in str(at) else at}) is not answering, so consumer lag is unknown: "
-            f"{START_STACK.format(service='kafka')}, or check KAFKA_BOOTSTRAP_SERVERS."
+            f"{_what_to_do('kafka', 'Kafka', 'KAFKA_BOOTSTRAP_SERVERS', development)}."
         )
     return (
         f"Something went wrong ({type(exc).__name__}); it was logged on the server. "
         "Reload the page; if it persists, see the web process's log."
     )
+
+
+def _what_to_do(service: str, name: str, variable: str, development: bool) -> str:
+    if development:
+        return f"{START_STACK.format(service=service)}, or check {variable}"
+    return CHECK_SERVICE.format(name=name, variable=variable)

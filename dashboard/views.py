@@ -12,8 +12,12 @@ from __future__ import annotations
 import importlib
 import io
 from functools import cache
+from math import ceil
+from typing import Any
 
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView, LogoutView, redirect_to_login
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
@@ -21,6 +25,8 @@ from django.views.decorators.cache import never_cache
 
 from dashboard.access import ENVIRON_KEY, SESSION_SHARES, access_for, has_any_grant
 from dashboard.models import ShareLink
+from footfall.config import DEVELOPMENT_ENV, footfall_config
+from footfall.login_throttle import LOGIN_FAILURES_PER_MINUTE, WAIT_ATTRIBUTE
 
 # Headers that belong to one hop (PEP 3333 forbids them in WSGI apps) or that Django sets itself.
 _SKIP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade"}
@@ -49,9 +55,38 @@ def missing_extra() -> str | None:
     return None
 
 
+class ThrottledAuthenticationForm(AuthenticationForm):
+    """Django's sign-in form, saying so when an attempt was refused by the sign-in throttle."""
+
+    def clean(self) -> dict[str, Any]:
+        try:
+            return super().clean()
+        except ValidationError:
+            wait = getattr(self.request, WAIT_ATTRIBUTE, None)
+            if wait is None:
+                raise
+            raise ValidationError(
+                f"Too many failed sign-ins for this account or from this address (at most "
+                f"{LOGIN_FAILURES_PER_MINUTE} a minute). Try again in {ceil(wait)} seconds.",
+                code="throttled",
+            ) from None
+
+
 class DashboardLoginView(LoginView):
     template_name = "dashboard/login.html"
     redirect_authenticated_user = True
+    authentication_form = ThrottledAuthenticationForm
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        # The local demo's hint names a development script: shown in development mode only.
+        return {**super().get_context_data(**kwargs), "development": footfall_config().environment == DEVELOPMENT_ENV}
+
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
+        response = super().form_invalid(form)
+        if form.has_error(NON_FIELD_ERRORS, "throttled"):
+            response.status_code = 429
+            response["Retry-After"] = str(ceil(getattr(self.request, WAIT_ATTRIBUTE)))
+        return response
 
 
 class DashboardLogoutView(LogoutView):

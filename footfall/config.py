@@ -1,7 +1,9 @@
 """Footfall's configuration: every setting read from the environment, in one place.
 
 Twelve-factor: each value comes from an environment variable with a default that works
-against the local stack started by ``deploy/local/stack.py``. Values are validated when
+against the local stack started by ``deploy/local/stack.py``. The development defaults of
+SECRET_KEY, ALLOWED_HOSTS and DEBUG apply only when ``FOOTFALL_ENV=local`` is set (the
+stack sets it); otherwise those and the trusted-proxy count must be given. Values are validated when
 the process starts; a bad value raises :class:`ConfigError` naming the variable and what
 was expected, so a typo fails loudly at boot instead of at 3 a.m. on the first request.
 
@@ -36,9 +38,23 @@ class ConfigError(ValueError):
         self.variable = variable
 
 
+class MissingSettingsError(ConfigError):
+    """Outside development mode, variables without a safe default are unset; names them all at once."""
+
+    def __init__(self, variables: list[str]) -> None:
+        ValueError.__init__(
+            self,
+            f"{', '.join(variables)}: required outside development mode, please set "
+            + " and ".join(f"{name} ({REQUIRED_HINTS[name]})" for name in variables)
+            + f"; for a local development server set FOOTFALL_ENV={DEVELOPMENT_ENV} instead",
+        )
+        self.variable = variables[0]
+        self.variables = tuple(variables)
+
+
 # Ports of the local single-node stack. The stack script starts services on these ports
 # (each overridable with FOOTFALL_<SERVICE>_PORT) and the URL defaults below point at them,
-# so a fresh checkout works with no environment at all. They are deliberately not the
+# so the stack needs no variable but FOOTFALL_ENV=local. They are deliberately not the
 # services' well-known ports, so the stack never collides with a Redis or MongoDB the
 # developer already runs.
 LOCAL_PORTS: Mapping[str, int] = {
@@ -49,6 +65,18 @@ LOCAL_PORTS: Mapping[str, int] = {
 }
 
 ENVIRONMENTS = ("local", "test", "production")
+# The only mode with development defaults (DEBUG, a public SECRET_KEY, localhost names). It
+# must be asked for: with FOOTFALL_ENV unset Footfall runs as in production, so a server
+# started without its configuration refuses to start instead of running in debug mode.
+DEVELOPMENT_ENV = "local"
+# What an operator must decide outside development mode; nothing safe can be guessed.
+REQUIRED_HINTS: Mapping[str, str] = {
+    "SECRET_KEY": "a random string of at least 50 characters, e.g. "
+    "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`",
+    "ALLOWED_HOSTS": "the comma-separated host names the server answers to, e.g. stats.example.com",
+    "FOOTFALL_TRUSTED_PROXIES": "how many reverse proxies append to X-Forwarded-For in front of "
+    "the server, 0 when clients connect to it directly",
+}
 INSECURE_DEV_SECRET = "footfall-insecure-local-development-key-never-use-in-production"  # noqa: S105
 MIN_SECRET_LENGTH = 50
 
@@ -108,10 +136,15 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
     ``FOOTFALL_DATA_DIR``, else ``<base_dir>/var`` in a checkout, else the user's XDG data
     directory (never inside site-packages). Nothing is created here.
     """
-    environment = _choice(env, "FOOTFALL_ENV", ENVIRONMENTS, default="local")
-    debug = _bool(env, "DEBUG", default=environment == "local")
-    if environment == "production" and debug:
-        raise ConfigError("DEBUG", "false when FOOTFALL_ENV=production", env.get("DEBUG"))
+    environment = _choice(env, "FOOTFALL_ENV", ENVIRONMENTS, default="production")
+    debug = _bool(env, "DEBUG", default=environment == DEVELOPMENT_ENV)
+    if environment != DEVELOPMENT_ENV and debug:
+        raise ConfigError("DEBUG", f"false unless FOOTFALL_ENV={DEVELOPMENT_ENV}", env.get("DEBUG"))
+    if environment != DEVELOPMENT_ENV:
+        # One error naming every unset variable, so an operator fixes them in one go.
+        missing = [name for name in REQUIRED_HINTS if not env.get(name, "").strip()]
+        if missing:
+            raise MissingSettingsError(missing)
 
     data_dir = Path(env.get("FOOTFALL_DATA_DIR") or default_data_dir(env, base_dir)).expanduser().resolve()
     redis_url = _url(env, "REDIS_URL", ("redis", "rediss", "unix"), f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0")
@@ -139,6 +172,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         spool_max_bytes=_int(env, "FOOTFALL_SPOOL_MAX_BYTES", 1 << 30, low=1 << 16),
         # How many reverse proxies in front of the collector append to X-Forwarded-For;
         # 0 means the socket's peer address is the client (X-Forwarded-For is ignored).
+        # Required outside development mode: behind a proxy, 0 would make every visitor the proxy.
         trusted_proxies=_int(env, "FOOTFALL_TRUSTED_PROXIES", 0, low=0, high=10),
         client_rate=float(_int(env, "FOOTFALL_CLIENT_RATE", 20, low=1, high=100_000)),
         client_burst=_int(env, "FOOTFALL_CLIENT_BURST", 100, low=1, high=1_000_000),

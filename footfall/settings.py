@@ -91,6 +91,10 @@ TEMPLATES = [
 DATABASES = {"default": FOOTFALL.database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Password sign-ins (dashboard, admin) are throttled per account and per address before the
+# password is checked: footfall/login_throttle.py.
+AUTHENTICATION_BACKENDS = ["footfall.login_throttle.ThrottledModelBackend"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -115,6 +119,9 @@ STORAGES = {
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
+    # API keys only: DRF's defaults (Basic and session auth) would make every API view a
+    # password oracle without a throttle, and let a signed-in browser call the API by cookie.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["api.auth.ApiKeyAuthentication"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
 }
@@ -127,6 +134,9 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and docs describe the API, no data: they take no credentials at all (so a
+    # password sent to them is never checked), and the docs' "Authorize" asks for an API key.
+    "SERVE_AUTHENTICATION": [],
     "SWAGGER_UI_DIST": "SIDECAR",  # served by this app: a self-hosted product needs no CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,

@@ -95,6 +95,9 @@ class StackConfig:
     def app_environment(self) -> dict[str, str]:
         """The variables that point Footfall's processes at this stack."""
         return {
+            # Development mode (DEBUG, a dev SECRET_KEY, localhost names) is never a default:
+            # the local stack asks for it, so a server configured by hand fails closed.
+            "FOOTFALL_ENV": "local",
             "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{self.kafka_port}",
             "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
             "MONGO_URL": f"mongodb://127.0.0.1:{self.mongo_port}/",

@@ -69,6 +69,7 @@ def check_deploy(tmp_path: Path) -> subprocess.CompletedProcess[str]:
         "DEBUG": "0",
         "SECRET_KEY": secrets.token_urlsafe(64),
         "ALLOWED_HOSTS": "analytics.example.com",
+        "FOOTFALL_TRUSTED_PROXIES": "1",  # production sits behind one TLS proxy
         "FOOTFALL_DATA_DIR": str(tmp_path / "prod"),
         "DJANGO_SETTINGS_MODULE": "footfall.settings",
     }

@@ -6,15 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from footfall.config import INSECURE_DEV_SECRET, LOCAL_PORTS, ConfigError, load_config
+from footfall.config import INSECURE_DEV_SECRET, LOCAL_PORTS, ConfigError, MissingSettingsError, load_config
 
 BASE = Path("/srv/footfall")
-PROD = {"FOOTFALL_ENV": "production", "SECRET_KEY": "s" * 60, "ALLOWED_HOSTS": "stats.example.com"}
+PROD = {
+    "FOOTFALL_ENV": "production",
+    "SECRET_KEY": "s" * 60,
+    "ALLOWED_HOSTS": "stats.example.com",
+    "FOOTFALL_TRUSTED_PROXIES": "1",
+}
+LOCAL = {"FOOTFALL_ENV": "local"}  # development mode, as the local stack sets it
 
 
-def test_empty_environment_points_at_the_local_stack() -> None:
-    """A fresh checkout needs no variables at all."""
-    cfg = load_config({}, BASE)
+def test_development_mode_points_at_the_local_stack() -> None:
+    """In development mode (FOOTFALL_ENV=local, set by the stack) no other variable is needed."""
+    cfg = load_config(LOCAL, BASE)
     assert cfg.debug is True
     assert cfg.kafka_bootstrap_servers == f"127.0.0.1:{LOCAL_PORTS['kafka']}"
     assert cfg.redis_url == f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0"
@@ -41,11 +47,41 @@ def test_production_needs_a_real_secret() -> None:
 
 def test_debug_off_needs_a_secret_even_outside_production() -> None:
     with pytest.raises(ConfigError, match="SECRET_KEY"):
-        load_config({"DEBUG": "false", "ALLOWED_HOSTS": "x"}, BASE)
+        load_config({**LOCAL, "DEBUG": "false", "ALLOWED_HOSTS": "x"}, BASE)
+
+
+def test_without_development_mode_every_missing_variable_is_named_at_once() -> None:
+    """FOOTFALL_ENV unset is not development mode: one error names SECRET_KEY, ALLOWED_HOSTS and the proxies."""
+    with pytest.raises(MissingSettingsError) as err:
+        load_config({}, BASE)
+    assert err.value.variables == ("SECRET_KEY", "ALLOWED_HOSTS", "FOOTFALL_TRUSTED_PROXIES")
+    assert str(err.value).startswith("SECRET_KEY, ALLOWED_HOSTS, FOOTFALL_TRUSTED_PROXIES: required outside")
+    assert "FOOTFALL_ENV=local" in str(err.value)
+
+
+def test_allowed_hosts_alone_no_longer_starts_a_debug_server() -> None:
+    """The old hole: only ALLOWED_HOSTS set ran with DEBUG on and the public development key."""
+    with pytest.raises(MissingSettingsError) as err:
+        load_config({"ALLOWED_HOSTS": "stats.example.com"}, BASE)
+    assert err.value.variables == ("SECRET_KEY", "FOOTFALL_TRUSTED_PROXIES")
+    with pytest.raises(ConfigError, match="DEBUG: expected false unless FOOTFALL_ENV=local"):
+        load_config({**PROD, "FOOTFALL_ENV": "", "DEBUG": "1"}, BASE)
+
+
+@pytest.mark.parametrize("environment", ["production", "test"])
+def test_trusted_proxies_must_be_stated_outside_development(environment: str) -> None:
+    """Behind a proxy a silent 0 makes every visitor the proxy; 0 is accepted only when said."""
+    env = {**PROD, "FOOTFALL_ENV": environment}
+    with pytest.raises(MissingSettingsError) as err:
+        load_config({k: v for k, v in env.items() if k != "FOOTFALL_TRUSTED_PROXIES"}, BASE)
+    assert err.value.variables == ("FOOTFALL_TRUSTED_PROXIES",)
+    assert load_config({**env, "FOOTFALL_TRUSTED_PROXIES": "0"}, BASE).trusted_proxies == 0
+    cfg = load_config({k: v for k, v in env.items() if k != "FOOTFALL_ENV"}, BASE)
+    assert (cfg.environment, cfg.debug, cfg.trusted_proxies) == ("production", False, 1)
 
 
 def test_production_refuses_debug() -> None:
-    with pytest.raises(ConfigError, match="DEBUG: expected false when FOOTFALL_ENV=production"):
+    with pytest.raises(ConfigError, match="DEBUG: expected false unless FOOTFALL_ENV=local"):
         load_config({**PROD, "DEBUG": "1"}, BASE)
 
 
@@ -93,7 +129,7 @@ def test_production_config_is_accepted() -> None:
 def test_bad_value_names_the_variable(variable: str, value: str) -> None:
     """Each malformed variable fails at start with its own name in the message."""
     with pytest.raises(ConfigError) as err:
-        load_config({variable: value}, BASE)
+        load_config({**LOCAL, variable: value}, BASE)
     assert err.value.variable == variable
     assert str(err.value).startswith(f"{variable}: expected ")
     assert repr(value) in str(err.value) or variable in {"DATABASE_URL"}
@@ -101,34 +137,34 @@ def test_bad_value_names_the_variable(variable: str, value: str) -> None:
 
 @pytest.mark.parametrize("master", ["local", "local[1]", "local[*]", "local[4,2]", "yarn", "k8s://https://k:6443"])
 def test_spark_masters_accepted(master: str) -> None:
-    assert load_config({"SPARK_MASTER": master}, BASE).spark_master == master
+    assert load_config({**LOCAL, "SPARK_MASTER": master}, BASE).spark_master == master
 
 
 def test_plain_archive_directory_becomes_a_file_url() -> None:
-    assert load_config({"ARCHIVE_URL": "/data/archive"}, BASE).archive_url == "file:///data/archive"
+    assert load_config({**LOCAL, "ARCHIVE_URL": "/data/archive"}, BASE).archive_url == "file:///data/archive"
 
 
 def test_data_dir_moves_local_defaults() -> None:
-    cfg = load_config({"FOOTFALL_DATA_DIR": "/var/lib/footfall"}, BASE)
+    cfg = load_config({**LOCAL, "FOOTFALL_DATA_DIR": "/var/lib/footfall"}, BASE)
     assert cfg.database["NAME"] == "/var/lib/footfall/footfall.sqlite3"
     assert cfg.archive_url == "file:///var/lib/footfall/archive"
 
 
 def test_installed_package_keeps_data_in_the_users_data_directory() -> None:
     """Without a checkout (base_dir None) nothing defaults to the package's own folder."""
-    assert load_config({"HOME": "/home/ann"}, None).data_dir == Path("/home/ann/.local/share/footfall")
-    cfg = load_config({"HOME": "/home/ann", "XDG_DATA_HOME": "/data/ann"}, None)
+    assert load_config({**LOCAL, "HOME": "/home/ann"}, None).data_dir == Path("/home/ann/.local/share/footfall")
+    cfg = load_config({**LOCAL, "HOME": "/home/ann", "XDG_DATA_HOME": "/data/ann"}, None)
     assert cfg.data_dir == Path("/data/ann/footfall")
     assert cfg.database["NAME"] == "/data/ann/footfall/footfall.sqlite3"
-    assert load_config({"HOME": "/home/ann", "XDG_DATA_HOME": "relative"}, None).data_dir.parent == Path(
+    assert load_config({**LOCAL, "HOME": "/home/ann", "XDG_DATA_HOME": "relative"}, None).data_dir.parent == Path(
         "/home/ann/.local/share"
     )
 
 
 def test_static_root_is_an_absolute_directory() -> None:
-    assert load_config({"FOOTFALL_STATIC_ROOT": "/srv/static"}, BASE).static_root == Path("/srv/static")
+    assert load_config({**LOCAL, "FOOTFALL_STATIC_ROOT": "/srv/static"}, BASE).static_root == Path("/srv/static")
     with pytest.raises(ConfigError, match="FOOTFALL_STATIC_ROOT: expected an absolute directory path"):
-        load_config({"FOOTFALL_STATIC_ROOT": "static"}, BASE)
+        load_config({**LOCAL, "FOOTFALL_STATIC_ROOT": "static"}, BASE)
 
 
 def test_settings_import_creates_nothing(tmp_path: Path) -> None:
@@ -140,7 +176,12 @@ def test_settings_import_creates_nothing(tmp_path: Path) -> None:
     code = "import django; django.setup(); from django.conf import settings; print(settings.STATIC_ROOT)"
     proc = subprocess.run(
         [sys.executable, "-c", code],
-        env={"PATH": "/usr/bin:/bin", "FOOTFALL_DATA_DIR": str(data), "DJANGO_SETTINGS_MODULE": "footfall.settings"},
+        env={
+            **LOCAL,
+            "PATH": "/usr/bin:/bin",
+            "FOOTFALL_DATA_DIR": str(data),
+            "DJANGO_SETTINGS_MODULE": "footfall.settings",
+        },
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
@@ -157,7 +198,7 @@ def test_settings_module_turns_config_errors_into_improperly_configured(tmp_path
 
     proc = subprocess.run(
         [sys.executable, "manage.py", "check"],
-        env={"PATH": "/usr/bin:/bin", "REDIS_URL": "http://nope", "FOOTFALL_DATA_DIR": str(tmp_path)},
+        env={**LOCAL, "PATH": "/usr/bin:/bin", "REDIS_URL": "http://nope", "FOOTFALL_DATA_DIR": str(tmp_path)},
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],

@@ -19,6 +19,7 @@ from deploy.local.checks import StackError, ensure_port_free, wait_until
 from deploy.local.services import SERVICES, StackConfig
 from deploy.local.stack import APPS, OPTIONAL, ORDER
 from deploy.local.supervisor import CONF, Supervisor
+from footfall.config import load_config
 
 # --- the config (deploy/local/supervisord.conf) ------------------------------------------------
 
@@ -249,3 +250,14 @@ def test_stack_environment_points_the_app_at_the_stack(tmp_path: Path) -> None:
     env = cfg.app_environment()
     assert env["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:29092"
     assert env["FOOTFALL_DATA_DIR"] == str(tmp_path / "data")
+
+
+def test_stack_asks_for_development_mode_itself(tmp_path: Path) -> None:
+    """Development defaults are never implied: the stack's own variables alone start the app in local mode."""
+    stack = StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path)})
+    app = load_config(stack.app_environment(), tmp_path)
+    assert (app.environment, app.debug, app.trusted_proxies) == ("local", True, 0)
+    # supervisord's processes too, whatever the shell that started the stack had set.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FOOTFALL_ENV", "production")
+        assert stack.supervisor_environment()["FOOTFALL_ENV"] == "local"

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import plotly.utils
 import pytest
 import redis
+from confluent_kafka import KafkaException
 from pymongo.errors import PyMongoError
 
 from dashboard import layout, messages
@@ -66,6 +67,14 @@ def test_shell_lists_only_the_allowed_sites() -> None:
     assert [span.hidden for span in nav] == [False, False, True]  # live, history, health
     assert layout.no_sites(Access(shared_revoked=True)).children[1].children == messages.SHARE_REVOKED
     assert layout.no_sites(Access(username="u")).children[1].children == messages.NO_SITES
+    assert layout.no_sites(Access(username="root", staff=True)).children[1].children == messages.NO_SITES_STAFF
+
+
+def test_only_staff_are_told_server_commands() -> None:
+    """A user who cannot run manage.py is told whom to ask; staff, who see every site, how to create one."""
+    assert "manage.py" not in messages.NO_SITES
+    assert "administrator" in messages.NO_SITES
+    assert "manage.py create_site" in messages.NO_SITES_STAFF
 
 
 def test_live_render_fills_every_output() -> None:
@@ -96,10 +105,23 @@ def test_history_cards_with_and_without_comparison() -> None:
 
 
 def test_problems_say_what_to_do() -> None:
-    assert "deploy/local/up.sh" in messages.problem(redis.ConnectionError("refused"))
-    assert "REDIS_URL" in messages.problem(redis.ConnectionError("refused"))
+    development = SimpleNamespace(environment="local", redis_url="redis://127.0.0.1:16379/0")
+    assert "deploy/local/up.sh" in messages.problem(redis.ConnectionError("refused"), development)
+    assert "REDIS_URL" in messages.problem(redis.ConnectionError("refused"), development)
     assert "Change the range" in messages.problem(QueryError("from", "bad"))
     assert "logged" in messages.problem(RuntimeError("boom"))
+
+
+@pytest.mark.parametrize("exc", [redis.ConnectionError("refused"), PyMongoError("down"), KafkaException("down")])
+@pytest.mark.parametrize("environment", ["production", "test", None])
+def test_production_users_are_never_told_development_commands(exc: Exception, environment: str | None) -> None:
+    """Outside development mode (or without a config) a failed store names the setting to check, no local script."""
+    cfg = SimpleNamespace(environment=environment, redis_url="redis://r:6379/0", mongo_url="mongodb://m/")
+    shown = messages.problem(exc, cfg if environment else None)
+    assert "deploy/local" not in shown
+    assert "deploy.local" not in shown
+    assert "operator should check that" in shown
+    assert any(v in shown for v in ("REDIS_URL", "MONGO_URL", "KAFKA_BOOTSTRAP_SERVERS"))
 
 
 def test_problems_never_show_credentials_and_nothing_internal_to_share_viewers() -> None:
