@@ -174,7 +174,7 @@ def _bearer_key(request: HttpRequest, site_id: str, scope: str) -> ApiKey:
         raise Rejected(401, "missing_api_key", "send Authorization: Bearer <api key>")
     key = ApiKey.authenticate(header.removeprefix("Bearer ").strip())
     if key is None:
-        raise Rejected(401, "invalid_api_key", "unknown, malformed or revoked API key")
+        raise Rejected(401, "invalid_api_key", "unknown, malformed, revoked or expired API key")
     if key.site_id != site_id:
         raise Rejected(404, "unknown_site", f"no site {site_id!r} for this key")
     if scope not in key.scopes:
