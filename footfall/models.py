@@ -19,7 +19,10 @@ from django.utils import timezone as dj_timezone
 from footfall import tokens
 from footfall_capture.salts import SALT_POLICIES
 
-SCOPES = ("read", "ingest")
+# ingest:any-host lets an ingest key send events whose page URL is on none of the site's
+# domains (a proxy, a staging host); without it the batch API checks them like a beacon.
+ANY_HOST_SCOPE = "ingest:any-host"
+SCOPES = ("read", "ingest", ANY_HOST_SCOPE)
 KEY_KIND = "ff"  # API keys read ff_<prefix>_<random> (footfall.tokens)
 
 
@@ -52,7 +55,8 @@ class Site(models.Model):
     domains = models.JSONField(
         default=list,
         validators=[validate_host_list],
-        help_text="The site's host names; referrers from them count as internal.",
+        help_text="The site's host names: only pages on them (or their subdomains) may send events, "
+        "and referrers from them count as internal. Empty: any page.",
     )
     allowed_origins = models.JSONField(
         default=list,
