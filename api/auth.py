@@ -1,13 +1,14 @@
 """API authentication, site isolation and per-key rate limits.
 
 ``Authorization: Bearer <key>``: keys belong to one site, are stored hashed
-(:class:`footfall.models.ApiKey`), compared in constant time, carry scopes and can be
-revoked. A key reading another site's data gets 404 — the same answer as for a site that
+(:class:`footfall.models.ApiKey`), compared in constant time, carry scopes, may expire and
+can be revoked. A key reading another site's data gets 404 — the same answer as for a site that
 does not exist, so keys cannot probe which sites exist.
 
 A verified key is remembered by each web process for :data:`KEY_CACHE_TTL_S` seconds (by the
 SHA-256 of the key, never the key itself), so a request does not pay a database query for
-its key. A revocation therefore takes effect at once in the process that revokes and within that time everywhere else.
+its key. A revocation therefore takes effect at once in the process that revokes and within that time everywhere else;
+an expiry takes effect at once everywhere (a remembered key is checked against it).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def verified_key(key: str) -> ApiKey | None:
     with _verified_lock:
         row = _verified.get(digest)
     if row is not None:
-        return row
+        return row if row.is_live() else None
     row = ApiKey.authenticate(key)
     if row is not None:
         with _verified_lock:
@@ -81,7 +82,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             raise AuthenticationFailed("expected the header Authorization: Bearer <api key>")
         row = verified_key(key.strip())
         if row is None:
-            raise AuthenticationFailed("unknown or revoked API key")
+            raise AuthenticationFailed("unknown, revoked or expired API key")
         return row, row
 
     def authenticate_header(self, request: Request) -> str:

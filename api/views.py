@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,23 +23,34 @@ from footfall import vocabulary as v
 from footfall.models import ApiKey
 from footfall.vocabulary import QueryError
 from query import params as p
-from query.health import check_all
-from query.runtime import get_service
+from query.runtime import get_health_checks, get_service
 from query.service import SiteInfo
 
 
 class HealthView(APIView):
-    """``GET /api/v1/health``: 200 when Kafka, Redis and Mongo answer, else 503 with reasons."""
+    """``GET /api/v1/health``: 200 ``{"status": "ok"}`` when Kafka, Redis and Mongo answer, else
+    503 ``{"status": "degraded"}``, from checks at most a few seconds old. Which store failed, and
+    why, only for a read key (any site's) or a signed-in staff user: a driver's error text names
+    hosts and versions, which anonymous callers (load balancers) do not need."""
 
-    authentication_classes: list = []
+    authentication_classes = [ApiKeyAuthentication, SessionAuthentication]
     permission_classes: list = []
 
     @extend_schema(exclude=True)
     def get(self, request: Request) -> Response:
-        problems = check_all(settings.FOOTFALL)
-        body = {name: ("ok" if err is None else err) for name, err in problems.items()}
+        problems = get_health_checks().status()
         healthy = all(err is None for err in problems.values())
-        return Response({"status": "ok" if healthy else "degraded", "services": body}, status=200 if healthy else 503)
+        body: dict[str, object] = {"status": "ok" if healthy else "degraded"}
+        if _may_see_health_details(request):
+            body["services"] = {name: ("ok" if err is None else err) for name, err in problems.items()}
+        return Response(body, status=200 if healthy else 503)
+
+
+def _may_see_health_details(request: Request) -> bool:
+    if isinstance(request.auth, ApiKey):
+        return "read" in request.auth.scopes
+    user = request.user
+    return bool(user and user.is_authenticated and (user.is_staff or user.is_superuser))
 
 
 # -- OpenAPI parameter declarations (shared) ---------------------------------------------

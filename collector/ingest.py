@@ -16,7 +16,7 @@ import redis
 
 from collector.beacon import BadBeacon, Beacon, to_draft
 from collector.ratelimit import RateLimiter
-from collector.sites import SiteInfo, SiteRegistry
+from collector.sites import SiteInfo, SiteRegistry, page_host
 from footfall.config import Config
 from footfall_capture.accept import Accepted, accept
 from footfall_capture.enrich.pipeline import SiteContext
@@ -92,9 +92,21 @@ class Ingestor:
         now_ms: int,
         ts_window: tuple[int, int] | None = None,
         site: SiteInfo | None = None,
+        any_host: bool = False,
+        url_required: bool = True,
     ) -> Accepted:
-        """Enrich and deliver one beacon; raise :class:`Rejected` or :class:`~collector.beacon.BadBeacon`."""
+        """Enrich and deliver one beacon; raise :class:`Rejected` or :class:`~collector.beacon.BadBeacon`.
+
+        Unless ``any_host`` (a trusted sender: a key with the ``ingest:any-host`` scope, or the
+        operator's import), a page URL off the site's listed domains is refused with 403, and so
+        is a missing one if ``url_required`` (anonymous beacons: omitting it must not bypass the check)."""
         site = site or self.site(beacon.site_id, facts.origin)
+        if not any_host and site.domains:
+            if beacon.url and page_host(beacon.url) is None:  # bad input first: 400, as enrichment says
+                raise BadBeacon("invalid_field", "url is not an http(s) URL with a host")
+            problem = site.page_host_problem(beacon.url, url_required)
+            if problem is not None:
+                raise Rejected(403, "page_host_not_allowed", problem)
         draft = to_draft(
             beacon, now_ms=now_ms, ip=facts.ip, user_agent=facts.user_agent, dnt=facts.dnt, ts_window=ts_window
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from footfall.models import Site
 
@@ -22,6 +23,48 @@ class SiteInfo:
     salt_policy: str
     respect_dnt: bool
     drop_bots: bool
+
+    def page_host_problem(self, url: str | None, url_required: bool = True) -> str | None:
+        """Why an event with page ``url`` may not be recorded for this site, or None if it may:
+        a site that lists its domains takes events only from pages on them or their
+        subdomains. The Origin header cannot stand in for this: a pixel or curl sends none.
+        Without ``url_required`` an event with no URL at all passes (a keyed server's own event)."""
+        if not self.domains or (not url and not url_required):
+            return None
+        host = page_host(url)
+        if host is None:
+            return f"the event has no http(s) page URL; {self.site_id!r} takes events only from its domains"
+        if any(host == d or host.endswith("." + d) for d in map(_bare_host, self.domains)):
+            return None
+        return f"page host {host!r} is not one of {self.site_id!r}'s domains ({', '.join(self.domains)})"
+
+
+def page_host(url: str | None) -> str | None:
+    """The lower-case host name of an http(s) ``url`` (no port, no trailing dot), or None."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+    except ValueError:  # e.g. a malformed IPv6 literal
+        return None
+    if parts.scheme.lower() not in {"http", "https"} or not host:
+        return None
+    return _ascii(host.rstrip("."))
+
+
+def _ascii(host: str) -> str:
+    """``host`` in its ASCII (IDNA) form, as events store it; unchanged if it has none."""
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
+
+
+def _bare_host(domain: str) -> str:
+    """A listed domain without a port (``example.com:8080`` matches pages of ``example.com``)."""
+    host, _, port = domain.rpartition(":")
+    return _ascii((host if host and port.isdigit() and "]" not in port else domain).lower().rstrip("."))
 
 
 class SiteRegistry:

@@ -2,8 +2,9 @@
 and the API-key authenticated batch ``POST /api/v1/sites/<site_id>/events``.
 
 Answers: 202 accepted (queued to Kafka or durably spooled; or ignored by policy, e.g.
-Do-Not-Track), 400 malformed (with a reason code), 401/404 bad key, 403 unknown site or
-origin, 413 body over 64 KiB (refused before reading it), 429 flooding client (with
+Do-Not-Track), 400 malformed (with a reason code), 401/404 bad key, 403 unknown site,
+origin not allowed, or a page URL off the site's listed domains (``page_host_not_allowed``),
+413 body over 64 KiB (refused before reading it), 429 flooding client (with
 Retry-After), 503 when the event can neither be queued nor spooled.
 """
 
@@ -32,7 +33,7 @@ from collector.beacon import (
 from collector.ingest import Rejected, RequestFacts
 from collector.runtime import get_ingestor
 from footfall.config import footfall_config
-from footfall.models import ApiKey
+from footfall.models import ANY_HOST_SCOPE, ApiKey
 from footfall_capture.accept import Accepted
 from footfall_capture.enrich.addresses import client_ip
 
@@ -169,12 +170,13 @@ def tracker(request: HttpRequest) -> HttpResponse:
 
 
 def _bearer_key(request: HttpRequest, site_id: str, scope: str) -> ApiKey:
+    """The live key of ``site_id`` with ``scope`` sent as ``Authorization: Bearer``, or :class:`Rejected`."""
     header = request.headers.get("Authorization", "")
     if not header.startswith("Bearer "):
         raise Rejected(401, "missing_api_key", "send Authorization: Bearer <api key>")
     key = ApiKey.authenticate(header.removeprefix("Bearer ").strip())
     if key is None:
-        raise Rejected(401, "invalid_api_key", "unknown, malformed or revoked API key")
+        raise Rejected(401, "invalid_api_key", "unknown, malformed, revoked or expired API key")
     if key.site_id != site_id:
         raise Rejected(404, "unknown_site", f"no site {site_id!r} for this key")
     if scope not in key.scopes:
@@ -189,7 +191,8 @@ def ingest_batch(request: HttpRequest, site_id: str) -> HttpResponse:
     the configured window. Each event is accepted or rejected on its own; the answer is
     202 with per-event results, unless the request as a whole is refused."""
     try:
-        _bearer_key(request, site_id, "ingest")
+        key = _bearer_key(request, site_id, "ingest")
+        any_host = ANY_HOST_SCOPE in key.scopes
         ingestor = get_ingestor()
         site = ingestor.site(site_id)
         items = parse_batch(_read_body(request, MAX_BATCH_BYTES), MAX_BATCH)
@@ -207,7 +210,11 @@ def ingest_batch(request: HttpRequest, site_id: str) -> HttpResponse:
             if item.site_id != site_id:
                 raise BadBeacon("site_mismatch", f"event for {item.site_id!r} sent to {site_id!r}")
             facts = RequestFacts(ip=item.ip, user_agent=item.user_agent or "", dnt=False)
-            result = ingestor.ingest(item, facts, now, ts_window=(cfg.ingest_max_age_ms, MAX_SKEW_AHEAD_MS), site=site)
+            window = (cfg.ingest_max_age_ms, MAX_SKEW_AHEAD_MS)
+            # A server's own event may have no page (a signup recorded by the backend).
+            result = ingestor.ingest(
+                item, facts, now, ts_window=window, site=site, any_host=any_host, url_required=False
+            )
             results.append({"index": index, **_accepted_body(result)})
         except BadBeacon as exc:
             results.append({"index": index, "status": "rejected", "error": exc.reason, "detail": exc.detail})

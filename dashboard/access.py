@@ -72,7 +72,7 @@ def access_for(request: HttpRequest) -> Access:
         else:
             sites.extend(a.site for a in SiteAccess.objects.filter(user=user).select_related("site"))
     share_ids = request.session.get(SESSION_SHARES, [])
-    live = list(ShareLink.objects.filter(id__in=share_ids, revoked_at__isnull=True).select_related("site"))
+    live = list(ShareLink.live().filter(id__in=share_ids).select_related("site"))  # expired ones drop out too
     sites.extend(link.site for link in live)
     return Access(
         sites=_choices(sites),

@@ -20,9 +20,9 @@ class SiteAccessAdmin(admin.ModelAdmin):
 
 @admin.register(ShareLink)
 class ShareLinkAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "site", "label", "created_by", "created_at", "revoked_at")
+    list_display = ("prefix", "site", "label", "created_by", "created_at", "expires_at", "last_used_at", "revoked_at")
     list_filter = ("site",)
-    readonly_fields = ("prefix", "token_hash", "created_at", "created_by")
+    readonly_fields = ("prefix", "token_hash", "created_at", "created_by", "last_used_at")
     actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -13,9 +13,9 @@ class SiteAdmin(admin.ModelAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "site", "name", "scopes", "created_at", "revoked_at")
+    list_display = ("prefix", "site", "name", "scopes", "created_at", "expires_at", "last_used_at", "revoked_at")
     list_filter = ("site",)
-    readonly_fields = ("prefix", "key_hash", "created_at")
+    readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
 
     def has_add_permission(self, request: object) -> bool:
         return False  # the plaintext must be shown once; the command does that

@@ -6,17 +6,23 @@ core app (label ``footfall_core``) rather than in any one of them.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from typing import Self
 from zoneinfo import available_timezones
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone as dj_timezone
 
 from footfall import tokens
 from footfall_capture.salts import SALT_POLICIES
 
-SCOPES = ("read", "ingest")
+# ingest:any-host lets an ingest key send events whose page URL is on none of the site's
+# domains (a proxy, a staging host); without it the batch API checks them like a beacon.
+ANY_HOST_SCOPE = "ingest:any-host"
+SCOPES = ("read", "ingest", ANY_HOST_SCOPE)
 KEY_KIND = "ff"  # API keys read ff_<prefix>_<random> (footfall.tokens)
 
 
@@ -49,7 +55,8 @@ class Site(models.Model):
     domains = models.JSONField(
         default=list,
         validators=[validate_host_list],
-        help_text="The site's host names; referrers from them count as internal.",
+        help_text="The site's host names: only pages on them (or their subdomains) may send events, "
+        "and referrers from them count as internal. Empty: any page.",
     )
     allowed_origins = models.JSONField(
         default=list,
@@ -79,7 +86,62 @@ class Site(models.Model):
         return frozenset(f"{scheme}://{d.lower()}" for d in self.domains for scheme in ("https", "http"))
 
 
-class ApiKey(models.Model):
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # last-used times are this coarse: no write per request
+
+
+class Credential(models.Model):
+    """What API keys and share links share: revocation, an optional expiry and a last-used time.
+
+    A credential is live until it is revoked or its ``expires_at`` passes; either way it is
+    refused the same.
+    """
+
+    created_at = models.DateTimeField(default=dj_timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Refused from this time on; empty: never.")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        abstract = True
+
+    @staticmethod
+    def live_q(now: datetime | None = None) -> Q:
+        """The filter of live credentials at ``now`` (default: the current time)."""
+        now = now or dj_timezone.now()
+        return Q(revoked_at__isnull=True) & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+    @classmethod
+    def live(cls) -> models.QuerySet[Self]:
+        return cls.objects.filter(cls.live_q())
+
+    def is_live(self, now: datetime | None = None) -> bool:
+        now = now or dj_timezone.now()
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+    @property
+    def state(self) -> str:
+        """``live``, ``revoked`` or ``expired``, for listings."""
+        if self.revoked_at is not None:
+            return "revoked"
+        return "live" if self.is_live() else "expired"
+
+    def note_use(self) -> None:
+        """Record that the credential was just used, at most once per :data:`LAST_USED_RESOLUTION`.
+
+        An ``update`` rather than ``save``: no signals, so caches of verified keys stay warm.
+        """
+        now = dj_timezone.now()
+        if self.last_used_at is not None and now - self.last_used_at < LAST_USED_RESOLUTION:
+            return
+        type(self).objects.filter(pk=self.pk).update(last_used_at=now)
+        self.last_used_at = now
+
+    def revoke(self) -> None:
+        self.revoked_at = dj_timezone.now()
+        self.save(update_fields=["revoked_at"])
+
+
+class ApiKey(Credential):
     """An API key of one site. Only a SHA-256 of the key is stored; the key is shown once.
 
     Keys are 32 random bytes, so a fast hash is safe (no dictionary to attack); the lookup
@@ -91,33 +153,31 @@ class ApiKey(models.Model):
     prefix = models.CharField(max_length=16, unique=True)
     key_hash = models.CharField(max_length=64)
     scopes = models.JSONField(default=list)
-    created_at = models.DateTimeField(default=dj_timezone.now)
-    revoked_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.site_id}:{self.name} ({self.prefix}…)"
 
     @classmethod
-    def issue(cls, site: Site, name: str, scopes: list[str]) -> tuple[ApiKey, str]:
-        """Create a key; return the row and the plaintext key (never stored)."""
+    def issue(cls, site: Site, name: str, scopes: list[str], expires_at: datetime | None = None) -> tuple[ApiKey, str]:
+        """Create a key (no expiry unless ``expires_at``); return the row and the plaintext key (never stored)."""
         bad = set(scopes) - set(SCOPES)
         if bad or not scopes:
             raise ValueError(f"scopes must be a non-empty subset of {SCOPES}, got {scopes}")
         new = tokens.issue(KEY_KIND, 32)
-        row = cls.objects.create(site=site, name=name, prefix=new.prefix, key_hash=new.digest, scopes=sorted(scopes))
+        row = cls.objects.create(
+            site=site, name=name, prefix=new.prefix, key_hash=new.digest, scopes=sorted(scopes), expires_at=expires_at
+        )
         return row, new.token
 
     @classmethod
     def authenticate(cls, key: str) -> ApiKey | None:
-        """The live key matching ``key``, or None (unknown, malformed or revoked)."""
+        """The live key matching ``key``, or None (unknown, malformed, revoked or expired);
+        a match records its use (:meth:`Credential.note_use`)."""
         prefix = tokens.prefix_of(key, KEY_KIND)
         if prefix is None:
             return None
-        row = cls.objects.select_related("site").filter(prefix=prefix, revoked_at__isnull=True).first()
+        row = cls.objects.select_related("site").filter(cls.live_q(), prefix=prefix).first()
         if row is None or not tokens.matches(row.key_hash, key):
             return None
+        row.note_use()
         return row
-
-    def revoke(self) -> None:
-        self.revoked_at = dj_timezone.now()
-        self.save(update_fields=["revoked_at"])

@@ -1,14 +1,17 @@
 """Pipeline health, read from the stores that hold it.
 
-:func:`check_all` tells whether each store answers (the ``/api/v1/health`` endpoint, load
-balancers, the demo script). :class:`PipelineHealth` is what the dashboard's health panel
-shows, each part read on its own (newest counted event and the counters'
-stats from Redis; consumer lag from Kafka; rollup runs and realtime-vs-batch drift from
-Mongo), so a caller can show the parts that answered when one store is down.
+:func:`check_all` tells whether each store answers (test set-up, scripts);
+:class:`HealthChecks` does the same for the ``/api/v1/health`` endpoint that load balancers
+poll, with one reused client per store and each answer reused for :data:`CHECK_TTL_S`.
+:class:`PipelineHealth` is what the dashboard's health panel shows, each part read on its
+own (newest counted event and the counters' stats from Redis; consumer lag from Kafka;
+rollup runs and realtime-vs-batch drift from Mongo), so a caller can show the parts that
+answered when one store is down.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +32,8 @@ from historical.store import RECONCILIATION, RUNS
 from realtime.health import consumer_lag, realtime_health
 from realtime.runtime import GROUP as REALTIME_GROUP
 from realtime.store import CounterStore
+
+log = logging.getLogger(__name__)
 
 LAG_TTL_S = 10.0  # consumer lag costs Kafka round trips: at most one reading per process per 10 s
 
@@ -121,6 +126,75 @@ CHECKS: dict[str, Callable[[Config], str | None]] = {
 def check_all(cfg: Config) -> dict[str, str | None]:
     """Map each store to None (healthy) or a one-line reason it is not."""
     return {name: check(cfg) for name, check in CHECKS.items()}
+
+
+CHECK_TTL_S = 5.0  # a flood of health requests costs each store at most one check per 5 s
+
+
+class HealthChecks:
+    """The stores' health as :func:`check_all` reports it, for a busy public endpoint.
+
+    Each store is checked at most once per :data:`CHECK_TTL_S` per process, whoever asks and
+    however many ask at once (a lock per store: callers wait for the check under way), with
+    one client per store kept for the process's life instead of three new ones per request.
+    Clients are made on first use, so a process that forks before serving inherits none.
+    """
+
+    def __init__(self, cfg: Config, ttl_s: float = CHECK_TTL_S) -> None:
+        self.cfg = cfg
+        self.ttl_s = ttl_s
+        self._locks = {name: threading.Lock() for name in ("kafka", "redis", "mongo")}
+        self._answers: dict[str, tuple[float, str | None]] = {}
+        self._kafka: AdminClient | None = None
+        self._redis: redis.Redis | None = None
+        self._mongo: pymongo.MongoClient | None = None
+
+    def status(self) -> dict[str, str | None]:
+        """Map each store to None (healthy) or a one-line reason, at most :data:`CHECK_TTL_S` old."""
+        return {name: self._answer(name) for name in self._locks}
+
+    def _answer(self, name: str) -> str | None:
+        with self._locks[name]:
+            cached = self._answers.get(name)
+            if cached is not None and time.monotonic() - cached[0] < self.ttl_s:
+                return cached[1]
+            problem = getattr(self, f"_check_{name}")()
+            if problem is not None:
+                log.warning("health: %s %s", name, problem)
+            self._answers[name] = (time.monotonic(), problem)
+            return problem
+
+    def _check_kafka(self) -> str | None:
+        if self._kafka is None:
+            self._kafka = AdminClient({"bootstrap.servers": self.cfg.kafka_bootstrap_servers})
+        try:
+            topics = self._kafka.list_topics(timeout=CHECK_TIMEOUT_S).topics
+        except KafkaException as exc:
+            return f"unreachable: {exc.args[0]}"
+        missing = {self.cfg.events_topic, self.cfg.invalid_topic} - set(topics)
+        return f"missing topics: {', '.join(sorted(missing))}" if missing else None
+
+    def _check_redis(self) -> str | None:
+        if self._redis is None:
+            self._redis = redis.Redis.from_url(
+                self.cfg.redis_url, socket_timeout=CHECK_TIMEOUT_S, socket_connect_timeout=CHECK_TIMEOUT_S
+            )
+        try:
+            self._redis.ping()
+        except redis.RedisError as exc:
+            return f"unreachable: {exc}"
+        return None
+
+    def _check_mongo(self) -> str | None:
+        if self._mongo is None:
+            self._mongo = pymongo.MongoClient(
+                self.cfg.mongo_url, serverSelectionTimeoutMS=int(CHECK_TIMEOUT_S * 1000), connect=False
+            )
+        try:
+            self._mongo.admin.command("ping")
+        except PyMongoError as exc:
+            return f"unreachable: {exc}"
+        return None
 
 
 def failed_store(exc: BaseException) -> Literal["redis", "mongo", "kafka"] | None:

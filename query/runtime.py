@@ -7,7 +7,7 @@ from functools import cache
 
 from footfall.config import footfall_config
 from historical.store import connect
-from query.health import PipelineHealth
+from query.health import HealthChecks, PipelineHealth
 from query.realtime import RealtimeQueries
 from query.service import QueryService
 from query.settled_cache import SettledCache
@@ -25,3 +25,8 @@ def get_service() -> QueryService:
 @cache
 def get_health() -> PipelineHealth:
     return PipelineHealth(footfall_config(), get_store(), get_service().db)
+
+
+@cache
+def get_health_checks() -> HealthChecks:
+    return HealthChecks(footfall_config())

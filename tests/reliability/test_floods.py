@@ -94,7 +94,7 @@ def flood_and_oversized(client: Client, target: Site, cfg: Config, tally: Tally)
         oversized[resp.status_code] += 1
         assert resp.status_code == 413, (extra, resp.status_code)
         assert resp.json()["error"] == "body_too_large"
-    at_limit = b'{"site_id": "%s", "type": "edge"}' % target.site_id.encode()
+    at_limit = b'{"site_id": "%s", "type": "edge", "url": "https://example.com/"}' % target.site_id.encode()
     at_limit += b" " * (MAX_BODY_BYTES - len(at_limit))
     edge = client.post("/collect", at_limit, content_type="text/plain", REMOTE_ADDR=others[1], HTTP_USER_AGENT=FIREFOX)
     assert edge.status_code == 202, edge.content

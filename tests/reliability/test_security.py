@@ -6,8 +6,10 @@ The "no raw IP" check sends traffic with known client addresses (peer address, a
 X-Forwarded-For, the batch API's ``ip`` field; IPv4 and IPv6) through the real collector, lets
 the realtime worker and the archiver consume it, spools some of it, then scans every place
 the pipeline writes: the Kafka topics, the spool, the archive's Parquet files, every Redis key
-and value of every database, and every MongoDB document of the Footfall database. At full size
-the day is also rolled up by Spark first, so the scanned rollups include this traffic.
+and value of every database, every MongoDB document of the Footfall database, and every file
+in the stack's logs directory, after a few requests from a loopback address of this run through
+gunicorn started as the stack starts it. At full size the day is also rolled up by Spark first,
+so the scanned rollups include this traffic.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import http.client
 import ipaddress
 import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import threading
@@ -39,6 +43,7 @@ from django.test import Client
 import collector.runtime
 from archive.store import Archive
 from collector.ingest import Ingestor
+from deploy.local.services import StackConfig
 from footfall.config import Config
 from footfall.models import ApiKey
 from footfall_capture.sink import KafkaSink
@@ -55,7 +60,9 @@ from tests.integration.collector.test_collect import CHROME
 from tests.integration.conftest import kafka_admin, rt_topic  # noqa: F401 - fixtures
 from tests.integration.realtime.conftest import wait_consumed
 from tests.integration.realtime.test_exactly_once import end_offsets
+from tests.ports import free_port
 from tests.reliability.conftest import FULL, Results, Row, size
+from tests.unit.test_access_log import web_argv
 
 # Operator injection also as JSON objects and keys, where a field takes a JSON value.
 OBJECT_INJECTIONS: list[object] = [{"$gt": ""}, {"$where": "sleep(100)"}, {"$ne": None}, ["$in", []], {"a.b": 1}]
@@ -327,6 +334,57 @@ def scan_spool(directory: Path, pats: list[re.Pattern[bytes]]) -> tuple[int, lis
     return records, hits
 
 
+def scan_logs(directory: Path, pats: list[re.Pattern[bytes]]) -> tuple[int, list[str]]:
+    files, hits = 0, []
+    for path in directory.rglob("*"):
+        if path.is_file():
+            files += 1
+            hits += found(pats, path.read_bytes())
+    return files, hits
+
+
+def loopback_client() -> str:
+    """A loopback address unique to this run (any 127.x.y.z reaches the local server on Linux),
+    so the web server sees a peer address that appears in no other log."""
+    return f"127.{secrets.randbelow(200) + 20}.{secrets.randbelow(200) + 20}.{secrets.randbelow(200) + 20}"
+
+
+def web_traffic(log_dir: Path, site: str, peer: str, forwarded: list[str]) -> int:
+    """A few beacons and API calls from ``peer`` (forwarded for ``forwarded``) through gunicorn
+    started exactly as the stack's supervisord.conf starts it, its output in ``log_dir``."""
+    port = free_port()
+    argv = [a for a in web_argv() if not a.startswith("127.0.0.1:")]  # --bind's value: our own port
+    argv.insert(argv.index("--bind") + 1, f"127.0.0.1:{port}")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with (log_dir / "web-security-test.log").open("ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", *argv], cwd=REPO, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        try:
+            requests = 0
+            deadline = time.monotonic() + 60
+            # Paths that need no database: the server's is not the tests' (pytest-django's own).
+            paths = ["/api/v1/health", f"/no-such-page?site_id={site}", "/footfall.js"]
+            while requests < len(paths):
+                assert proc.poll() is None, "gunicorn exited"
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(peer, 0))
+                try:
+                    conn.request("GET", paths[requests], headers={"X-Forwarded-For": ", ".join(forwarded),
+                                                                  "User-Agent": CHROME})  # fmt: skip
+                    conn.getresponse().read()
+                    requests += 1
+                except OSError:
+                    assert time.monotonic() < deadline, "gunicorn did not answer"
+                    time.sleep(0.3)
+                finally:
+                    conn.close()
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(30)
+    text = (log_dir / "web-security-test.log").read_text(errors="replace")
+    assert "GET /footfall.js" in text, "the access log recorded nothing: the scan would prove nothing"
+    return requests
+
+
 @pytest.fixture
 def down_sink(cfg: Config, tmp_path: Path) -> Iterator[KafkaSink]:
     sink = KafkaSink(cfg.kafka, Spool(tmp_path / "spool", 64 << 20), **{"bootstrap.servers": "127.0.0.1:9"})
@@ -417,6 +475,12 @@ def test_deploy_check_injection_isolation_no_raw_ip_hashed_keys(
     monkeypatch.setattr(collector.runtime, "_ingestor", Ingestor(dataclasses.replace(cfg, **unlimited), down_sink))
     spooled = send_traffic(client, site, ips, spoofed, ingest_key, size(50, 500))
     sent += traffic + spooled
+    # The web server's own log: requests from a peer address of this run, through gunicorn as
+    # the stack runs it, its output with every other log of the stack's state directory.
+    peer = loopback_client()
+    pats += patterns([peer])
+    log_dir = StackConfig.from_env(os.environ).log_dir
+    sent += web_traffic(log_dir, site, peer, [spoofed, ips[0]])
 
     store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout())
     group = f"sec-{uuid.uuid4().hex[:8]}"
@@ -445,6 +509,7 @@ def test_deploy_check_injection_isolation_no_raw_ip_hashed_keys(
         "archive": scan_archive(topic_cfg.archive_url, pats),
         "redis": scan_redis(cfg, pats),
         "mongo": scan_mongo(cfg, pats),
+        "logs": scan_logs(log_dir, pats),
     }
     hits = {where: found_ for where, (_, found_) in scans.items() if found_}
     scanned = {where: n for where, (n, _) in scans.items()}

@@ -23,5 +23,5 @@ INSERT INTO collector_site VALUES ('old-site', 'Old site', '["old.example"]', '[
 INSERT INTO collector_apikey (name, prefix, key_hash, scopes, created_at, site_id)
     VALUES ('reader', :key_prefix, :key_hash, '["read"]', '2026-11-22 00:00:00', 'old-site');
 INSERT INTO dashboard_sharelink (label, prefix, token_hash, created_at, created_by_id, site_id)
-    VALUES ('screen', :link_prefix, :link_hash, '2026-11-22 00:00:00', 1, 'old-site');
+    VALUES ('screen', :link_prefix, :link_hash, datetime('now'), 1, 'old-site');
 INSERT INTO dashboard_siteaccess (granted_at, site_id, user_id) VALUES ('2026-11-22 00:00:00', 'old-site', 1);

@@ -31,7 +31,7 @@ ROWS_BEFORE_THE_MOVE = [
     """INSERT INTO footfall_dashboard_siteaccess (granted_at, site_id, user_id)
         VALUES ('2026-11-22 00:00:00', 'shop', 1)""",
     """INSERT INTO footfall_dashboard_sharelink (label, prefix, token_hash, created_at, created_by_id, site_id)
-        VALUES ('screen', :link_prefix, :link_hash, '2026-11-22 00:00:00', 1, 'shop')""",
+        VALUES ('screen', :link_prefix, :link_hash, datetime('now'), 1, 'shop')""",  # live: links expire after 30 days
     """INSERT INTO django_admin_log (action_time, object_id, object_repr, action_flag, change_message,
         content_type_id, user_id) SELECT '2026-11-22 00:00:00', 'shop', 'shop', 2, '[]', id, 1
         FROM django_content_type WHERE app_label = 'footfall_collector' AND model = 'site'""",

@@ -67,7 +67,8 @@ def test_same_visitor_same_id_within_a_day(client: Client, site: Site, events_ta
 
 def test_client_event_id_is_kept_for_dedupe(client: Client, site: Site, events_tail: TopicTail) -> None:
     """A retried beacon carries the same id twice; consumers count it once."""
-    body = {"site_id": site.site_id, "type": "signup", "event_id": "0190f2a4-6b7e-7c3d-8a1b-2c3d4e5f6a7b"}
+    body = {"site_id": site.site_id, "type": "signup", "url": "https://example.com/join",
+            "event_id": "0190f2a4-6b7e-7c3d-8a1b-2c3d4e5f6a7b"}  # fmt: skip
     assert beacon(client, body).status_code == 202
     assert beacon(client, body).status_code == 202
     ids = [decode(m.value()).event_id for m in events_tail.read(of_site(site), 2)]
@@ -127,7 +128,7 @@ def test_preflight_allows_json_beacons(client: Client) -> None:
 
 
 def test_flooding_client_gets_429_and_others_are_unaffected(client: Client, site: Site) -> None:
-    body = {"site_id": site.site_id, "type": "ping"}
+    body = {"site_id": site.site_id, "type": "ping", "url": "https://example.com/"}
     codes = [beacon(client, body, ip="192.0.2.50").status_code for _ in range(130)]
     assert codes[:100] == [202] * 100  # the burst
     assert 429 in codes[100:]
@@ -138,10 +139,11 @@ def test_flooding_client_gets_429_and_others_are_unaffected(client: Client, site
 
 
 def test_do_not_track_is_honoured(client: Client, site: Site, events_tail: TopicTail) -> None:
-    resp = beacon(client, {"site_id": site.site_id, "type": "dnt-check"}, HTTP_DNT="1")
+    page = "https://example.com/"
+    resp = beacon(client, {"site_id": site.site_id, "type": "dnt-check", "url": page}, HTTP_DNT="1")
     assert resp.status_code == 202
     assert resp.json() == {"status": "ignored", "event_id": resp.json()["event_id"], "reason": "do_not_track"}
-    assert beacon(client, {"site_id": site.site_id, "type": "marker"}).status_code == 202
+    assert beacon(client, {"site_id": site.site_id, "type": "marker", "url": page}).status_code == 202
     types = [decode(m.value()).type for m in events_tail.read(of_site(site), 1, settle=1.0)]
     assert types == ["marker"]
 
@@ -213,3 +215,42 @@ def test_batch_api_key_is_bound_to_its_site_and_scope(client: Client, site: Site
     scoped = client.post(url, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {read_key}")
     assert scoped.status_code == 403
     assert scoped.json()["error"] == "missing_scope"
+
+
+def test_foreign_page_host_is_refused_whatever_the_origin(client: Client, site: Site) -> None:
+    """An allowed Origin, or none (the pixel, curl), does not let a page off the site's domains in."""
+    foreign = {"site_id": site.site_id, "url": "https://evil.test/fake"}
+    for headers in ({"HTTP_ORIGIN": "https://example.com"}, {}):
+        resp = beacon(client, foreign, **headers)
+        assert resp.status_code == 403, (headers, resp.content)
+        assert resp.json()["error"] == "page_host_not_allowed"
+        assert "evil.test" in resp.json()["detail"]
+    assert beacon(client, {"site_id": site.site_id, "type": "signup"}).json()["error"] == "page_host_not_allowed"
+    ok = beacon(client, {"site_id": site.site_id, "url": "https://shop.example.com/"})
+    assert ok.status_code == 202, ok.content
+
+
+def test_pixel_for_a_foreign_page_host_is_refused(client: Client, site: Site) -> None:
+    resp = client.get("/p.gif", {"site_id": site.site_id, "url": "https://evil.test/"}, REMOTE_ADDR=IP)
+    assert resp.status_code == 403
+    assert resp.json()["error"] == "page_host_not_allowed"
+    ok = client.get("/p.gif", {"site_id": site.site_id, "url": "https://www.example.com/a"}, REMOTE_ADDR=IP)
+    assert ok.status_code == 202
+
+
+def test_batch_api_checks_page_hosts_unless_the_key_has_any_host(client: Client, site: Site) -> None:
+    """Only a key with the ingest:any-host scope may send pages off the site's domains."""
+    items = [
+        {"site_id": site.site_id, "url": "https://staging.test/a"},
+        {"site_id": site.site_id, "url": "https://example.com/b"},
+        {"site_id": site.site_id, "type": "signup"},  # a server's event with no page
+    ]
+    url = f"/api/v1/sites/{site.site_id}/events"
+    _, plain = ApiKey.issue(site, "server", ["ingest"])
+    _, any_host = ApiKey.issue(site, "proxy", ["ingest", "ingest:any-host"])
+    resp = client.post(url, msgspec.json.encode(items), content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {plain}")  # fmt: skip
+    assert [r.get("error") for r in resp.json()["results"]] == ["page_host_not_allowed", None, None]
+    resp = client.post(url, msgspec.json.encode(items), content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {any_host}")  # fmt: skip
+    assert resp.json()["accepted"] == 3, resp.json()

@@ -42,3 +42,13 @@ def test_unknown_site_is_a_clear_error(db: None, tmp_path: Path) -> None:
     (tmp_path / "x.log").write_text(LOG)
     with pytest.raises(CommandError, match="no site"):
         call_command("import_events", str(tmp_path / "x.log"), site="nope", format="combined")
+
+
+def test_import_with_a_base_url_off_the_sites_domains(site: Site, events_tail: TopicTail, tmp_path: Path) -> None:
+    """The operator's import is not held to the site's domain list (e.g. logs of an old host name)."""
+    log = tmp_path / "access.log"
+    log.write_text(LOG.splitlines()[0] + "\n")
+    call_command("import_events", str(log), site=site.site_id, format="combined", base_url="https://old-host.test",
+                 no_progress=True)  # fmt: skip
+    [msg] = events_tail.read(lambda m: decode(m.value()).site_id == site.site_id, 1, settle=1.0)
+    assert decode(msg.value()).host == "old-host.test"

@@ -1,0 +1,12 @@
+"""Gunicorn settings Footfall ships: ``gunicorn -c python:footfall.gunicorn_config footfall.wsgi``.
+
+The access log leaves the client's address out (no ``%(h)s``, no forwarded-for header):
+Footfall stores no raw IP anywhere, its logs included. The rest is gunicorn's combined
+format plus the time taken. Other settings (bind, workers) stay on the command line.
+"""
+
+from __future__ import annotations
+
+accesslog = "-"
+# time, request line, status, bytes, duration, referrer, user agent: no client address.
+access_log_format = '%(t)s "%(r)s" %(s)s %(b)s %(M)sms "%(f)s" "%(a)s"'
