@@ -76,11 +76,4 @@ class ShareLink(Credential):
     def resolve(cls, token: str) -> ShareLink | None:
         """The live link of ``token``, or None (unknown, malformed, revoked or expired); a
         match records its use."""
-        prefix = tokens.prefix_of(token, TOKEN_KIND)
-        if prefix is None:
-            return None
-        row = cls.objects.select_related("site").filter(cls.live_q(), prefix=prefix).first()
-        if row is None or not tokens.matches(row.token_hash, token):
-            return None
-        row.note_use()
-        return row
+        return cls._live_match(token, TOKEN_KIND, "token_hash")

@@ -125,6 +125,19 @@ class Credential(models.Model):
             return "revoked"
         return "live" if self.is_live() else "expired"
 
+    @classmethod
+    def _live_match(cls, secret: str, kind: str, digest_field: str) -> Self | None:
+        """The live row whose prefix and digest (``digest_field``) match ``secret``, a token
+        of ``kind``, or None; a match records its use."""
+        prefix = tokens.prefix_of(secret, kind)
+        if prefix is None:
+            return None
+        row = cls.objects.select_related("site").filter(cls.live_q(), prefix=prefix).first()
+        if row is None or not tokens.matches(getattr(row, digest_field), secret):
+            return None
+        row.note_use()
+        return row
+
     def note_use(self) -> None:
         """Record that the credential was just used, at most once per :data:`LAST_USED_RESOLUTION`.
 
@@ -173,11 +186,4 @@ class ApiKey(Credential):
     def authenticate(cls, key: str) -> ApiKey | None:
         """The live key matching ``key``, or None (unknown, malformed, revoked or expired);
         a match records its use (:meth:`Credential.note_use`)."""
-        prefix = tokens.prefix_of(key, KEY_KIND)
-        if prefix is None:
-            return None
-        row = cls.objects.select_related("site").filter(cls.live_q(), prefix=prefix).first()
-        if row is None or not tokens.matches(row.key_hash, key):
-            return None
-        row.note_use()
-        return row
+        return cls._live_match(key, KEY_KIND, "key_hash")

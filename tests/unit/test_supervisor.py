@@ -18,7 +18,7 @@ from supervisor.options import ServerOptions
 from deploy.local.checks import StackError, ensure_port_free, wait_until
 from deploy.local.services import SERVICES, StackConfig
 from deploy.local.stack import APPS, OPTIONAL, ORDER
-from deploy.local.supervisor import CONF, Supervisor
+from deploy.local.supervisor import CONF, Supervisor, _alive
 from footfall.config import load_config
 
 # --- the config (deploy/local/supervisord.conf) ------------------------------------------------
@@ -120,14 +120,6 @@ def supervisor(tmp_path: Path) -> Iterator[Supervisor]:
     sv = _supervisor(tmp_path)
     yield sv
     sv.shutdown()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _last_line(log: Path) -> str:
