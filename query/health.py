@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -82,57 +81,11 @@ class PipelineHealth:
 CHECK_TIMEOUT_S = 2.0  # a dead dependency cannot hang the health endpoint
 
 
-def check_kafka(cfg: Config) -> str | None:
-    try:
-        topics = (
-            AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers}).list_topics(timeout=CHECK_TIMEOUT_S).topics
-        )
-    except KafkaException as exc:
-        return f"unreachable: {exc.args[0]}"
-    missing = {cfg.events_topic, cfg.invalid_topic} - set(topics)
-    return f"missing topics: {', '.join(sorted(missing))}" if missing else None
-
-
-def check_redis(cfg: Config) -> str | None:
-    try:
-        redis.Redis.from_url(
-            cfg.redis_url, socket_timeout=CHECK_TIMEOUT_S, socket_connect_timeout=CHECK_TIMEOUT_S
-        ).ping()
-    except redis.RedisError as exc:
-        return f"unreachable: {exc}"
-    return None
-
-
-def check_mongo(cfg: Config) -> str | None:
-    client: pymongo.MongoClient = pymongo.MongoClient(
-        cfg.mongo_url, serverSelectionTimeoutMS=int(CHECK_TIMEOUT_S * 1000)
-    )
-    try:
-        client.admin.command("ping")
-    except PyMongoError as exc:
-        return f"unreachable: {exc}"
-    finally:
-        client.close()
-    return None
-
-
-CHECKS: dict[str, Callable[[Config], str | None]] = {
-    "kafka": check_kafka,
-    "redis": check_redis,
-    "mongo": check_mongo,
-}
-
-
-def check_all(cfg: Config) -> dict[str, str | None]:
-    """Map each store to None (healthy) or a one-line reason it is not."""
-    return {name: check(cfg) for name, check in CHECKS.items()}
-
-
 CHECK_TTL_S = 5.0  # a flood of health requests costs each store at most one check per 5 s
 
 
 class HealthChecks:
-    """The stores' health as :func:`check_all` reports it, for a busy public endpoint.
+    """Whether each store answers, for a busy public endpoint (and :func:`check_all`).
 
     Each store is checked at most once per :data:`CHECK_TTL_S` per process, whoever asks and
     however many ask at once (a lock per store: callers wait for the check under way), with
@@ -163,6 +116,13 @@ class HealthChecks:
                 log.warning("health: %s %s", name, problem)
             self._answers[name] = (time.monotonic(), problem)
             return problem
+
+    def close(self) -> None:
+        """Close the clients made so far (Kafka's admin client holds no connection to close)."""
+        for client in (self._redis, self._mongo):
+            if client is not None:
+                client.close()
+        self._redis = self._mongo = None
 
     def _check_kafka(self) -> str | None:
         if self._kafka is None:
@@ -195,6 +155,16 @@ class HealthChecks:
         except PyMongoError as exc:
             return f"unreachable: {exc}"
         return None
+
+
+def check_all(cfg: Config) -> dict[str, str | None]:
+    """Map each store to None (healthy) or a one-line reason it is not, checked now with
+    clients made for this call (the test suite's and operators' one-off check)."""
+    checks = HealthChecks(cfg, ttl_s=0.0)
+    try:
+        return checks.status()
+    finally:
+        checks.close()
 
 
 def failed_store(exc: BaseException) -> Literal["redis", "mongo", "kafka"] | None:
