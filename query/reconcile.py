@@ -15,17 +15,10 @@ from zoneinfo import ZoneInfo
 from pymongo.database import Database
 
 from footfall.config import Config
+from historical.buckets import local_midnight, ms
 from historical.store import DAILY, connect, daily_id, record_reconciliation
 from query.realtime import RealtimeQueries
 from realtime.runtime import get_store
-
-
-def local_day_bounds(day: str, tz: str) -> tuple[int, int]:
-    """``[start, end)`` of a local calendar day in UTC milliseconds (DST-aware)."""
-    zone = ZoneInfo(tz)
-    start = dt.datetime.combine(dt.date.fromisoformat(day), dt.time(), zone)
-    end = dt.datetime.combine(dt.date.fromisoformat(day) + dt.timedelta(days=1), dt.time(), zone)
-    return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
 
 
 def _pct(realtime: int, batch: int) -> float | None:
@@ -37,7 +30,8 @@ def reconcile_day(db: Database, realtime: RealtimeQueries, site: str, day: str, 
     batch = db[DAILY].find_one({"_id": daily_id(site, day)})
     if batch is None:
         return None
-    start, end = local_day_bounds(day, tz)
+    date, zone = dt.date.fromisoformat(day), ZoneInfo(tz)
+    start, end = ms(local_midnight(date, zone)), ms(local_midnight(date + dt.timedelta(days=1), zone))
     oldest = int(time.time() * 1000) - realtime.layout.retention_s * 1000
     if end <= oldest:
         return None
