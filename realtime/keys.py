@@ -61,7 +61,7 @@ PREFIX = "ff:rt"
 def bucket_of(key: str) -> tuple[str, int] | None:
     """``("minute", m)`` or ``("hour", h)`` for a bucket key of :class:`KeyLayout`, else None.
 
-    Site ids hold no ``:`` (see :data:`footfall_capture.events.SiteId`), so the bucket is the fourth
+    Site ids hold no ``:`` (see :data:`footfall_capture.events.SITE_ID`), so the bucket is the fourth
     part of the name."""
     parts = key.split(":", 4)
     if len(parts) < 5 or f"{parts[0]}:{parts[1]}" != PREFIX:

@@ -140,9 +140,17 @@ def test_custom_event_without_url_is_fine() -> None:
 
 
 def test_validate_catches_constraints_the_constructor_skips() -> None:
-    """Struct constructors do not check patterns; validate() does."""
+    """Struct constructors do not check types, lengths or ranges; validate() does."""
     with pytest.raises(InvalidEvent):
-        validate(make(site_id="NOT OK"))
+        validate(make(ts=12))
+
+
+def test_constructor_checks_shaped_fields() -> None:
+    """Ids, types and codes are checked wherever an event is made, and named as decode names them."""
+    with pytest.raises(ValueError, match=r"\$\.site_id"):
+        make(site_id="NOT OK")
+    with pytest.raises(ValueError, match=r"\$\.country"):
+        make(country="GB\n")  # the whole value must match, not a line of it
 
 
 def test_oversized_event_cannot_be_encoded() -> None:
