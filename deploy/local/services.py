@@ -15,6 +15,8 @@ processes themselves are declared in ``deploy/local/supervisord.conf`` and run b
   only through pymongo.
 * Spark: the pyspark wheel in local mode; "starting" it means proving a tiny job runs.
 * Chromium: Debian's package, for browser tests; "starting" it means it runs.
+* nginx: Debian's package unpacked into the cache (never run as a server), so the
+  deployment test checks ``deploy/proxy/`` with ``nginx -t``.
 """
 
 from __future__ import annotations
@@ -558,6 +560,50 @@ class Chromium(Service):
         return True
 
 
+class Nginx(Service):
+    """Debian's nginx binary for ``nginx -t`` of the proxy example (tests/unit/test_deploy_material.py).
+
+    The package is downloaded and unpacked into the cache, not installed: installing it would
+    start a web server on port 80 of a shared machine. An nginx already on the PATH is used as is.
+    """
+
+    name = "nginx"
+
+    @property
+    def binary(self) -> Path:
+        found = shutil.which("nginx")
+        return Path(found) if found else self.cfg.cache_dir / "nginx" / "usr" / "sbin" / "nginx"
+
+    def install(self) -> None:
+        if self.binary.exists():
+            return
+        if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+            raise StackError("nginx: not found and no apt-get to fetch it; install nginx with your package manager")
+        download = self.cfg.cache_dir / "nginx-download"
+        shutil.rmtree(download, ignore_errors=True)
+        download.mkdir(parents=True)
+        fetch = ["apt-get", "download", "-qq", "nginx"]
+        if subprocess.run(fetch, cwd=download, capture_output=True).returncode != 0:
+            if os.geteuid() != 0:
+                raise StackError("nginx: `apt-get download nginx` failed; run `apt-get update` or install nginx")
+            subprocess.run(["apt-get", "update", "-qq"], check=True)  # a fresh machine has no package lists
+            subprocess.run(fetch, cwd=download, check=True, capture_output=True)
+        [package] = download.glob("nginx_*.deb")
+        unpacked = download / "root"
+        subprocess.run(["dpkg-deb", "-x", str(package), str(unpacked)], check=True)
+        shutil.rmtree(self.cfg.cache_dir / "nginx", ignore_errors=True)
+        unpacked.rename(self.cfg.cache_dir / "nginx")
+        shutil.rmtree(download)
+
+    def after_start(self) -> None:
+        out = subprocess.run([str(self.binary), "-v"], capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise StackError(f"nginx: `nginx -v` failed: {out.stderr.strip()[-500:]}")
+
+    def healthy(self) -> bool:
+        return True
+
+
 SERVICES: dict[str, type[Service]] = {
     "redis": Redis,
     "mongo": Mongo,
@@ -565,4 +611,5 @@ SERVICES: dict[str, type[Service]] = {
     "spark": Spark,
     "chromium": Chromium,
     "spark-cluster": SparkCluster,
+    "nginx": Nginx,
 }

@@ -24,7 +24,7 @@ cleanup() {
 trap cleanup EXIT
 
 started=$(date +%s)
-"$py" -m deploy.local.stack start redis mongo kafka spark chromium spark-cluster
+"$py" -m deploy.local.stack start redis mongo kafka spark chromium spark-cluster nginx
 eval "$("$py" -m deploy.local.stack env)"
 echo "services up in $(( $(date +%s) - started ))s"
 
