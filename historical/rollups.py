@@ -86,19 +86,34 @@ def run_rollup(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
     )  # fmt: skip
     assert proc.stdout is not None
-    for line in proc.stdout:
-        parts = line.split()
-        if parts[:1] == ["progress"] and len(parts) == 3:
-            result.days.append((parts[1], parts[2]))
-            on_day(parts[1], parts[2])
-        elif parts[:1] == ["done"]:
-            result.events = int(dict(p.split("=") for p in parts[1:])["events"])
-    stderr = proc.stderr.read() if proc.stderr else ""
+    try:
+        for line in proc.stdout:
+            parts = line.split()
+            if parts[:1] == ["progress"] and len(parts) == 3:
+                result.days.append((parts[1], parts[2]))
+                on_day(parts[1], parts[2])
+            elif parts[:1] == ["done"]:
+                result.events = int(dict(p.split("=") for p in parts[1:])["events"])
+        stderr = proc.stderr.read() if proc.stderr else ""
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM, a failing callback): the job must not outlive the
+        # archive lock its caller is about to release.
+        _stop(proc)
+        raise
     if proc.wait() != 0:
         raise RollupFailed(f"spark job failed (exit {proc.returncode}):\n{stderr[-4000:]}")
     for _receiver, drift in rollup_finished.send(sender=run_rollup, cfg=cfg, days=result.days, zones=zones):
         result.drift.update(drift or {})
     return result
+
+
+def _stop(proc: subprocess.Popen[str], grace_s: float = 20) -> None:
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def legacy_change_days(cfg: Config, site_ids: Sequence[str] | None = None) -> dict[str, list[str]]:
