@@ -10,9 +10,11 @@ run, :data:`historical.signals.rollup_finished` lets the query layer reconcile t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -84,6 +86,7 @@ def run_rollup(
     proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
         spark_submit_command(cfg, master or cfg.spark_master, first, last, zones),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+        start_new_session=True,  # a group of its own: _stop ends the JVM and its Python processes together
     )  # fmt: skip
     assert proc.stdout is not None
     try:
@@ -108,12 +111,15 @@ def run_rollup(
 
 
 def _stop(proc: subprocess.Popen[str], grace_s: float = 20) -> None:
-    proc.terminate()
-    try:
+    """End the Spark job: its JVM, and the Python driver and workers it started, which would
+    otherwise run on for a while after the JVM is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def legacy_change_days(cfg: Config, site_ids: Sequence[str] | None = None) -> dict[str, list[str]]:

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,6 +195,10 @@ def test_an_interrupted_rollup_stops_its_spark_job_and_frees_the_lock(
 
     assert seen["jobs"]
     assert seen["holder"]
+    # Stopped before the lock was let go; a process killed with SIGKILL may take a moment to vanish.
+    deadline = time.monotonic() + 10
+    while _spark_jobs_reading(lock_cfg.archive_url) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert _spark_jobs_reading(lock_cfg.archive_url) == []
     assert redis.Redis.from_url(lock_cfg.redis_url).get(KEY) is None
     assert "releasing the archive lock" in out.getvalue()
