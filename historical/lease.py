@@ -39,14 +39,20 @@ class Lease:
         self._renewer: threading.Thread | None = None
         self.key = key
 
-    def acquire(self) -> bool:
-        """Take the lease without waiting; False when someone else holds it."""
-        if not self._lock.acquire(blocking=False):
+    def acquire(self, token: str | None = None) -> bool:
+        """Take the lease without waiting; False when someone else holds it. ``token`` (unique
+        per holder, e.g. with a UUID in it) becomes the key's value, which others may read."""
+        if not self._lock.acquire(blocking=False, token=token):
             return False
         self._stop.clear()
         self._renewer = threading.Thread(target=self._renew, name=f"lease:{self.key}", daemon=True)
         self._renewer.start()
         return True
+
+    @property
+    def held(self) -> bool:
+        """True between a successful :meth:`acquire` and :meth:`release`."""
+        return self._renewer is not None
 
     def __enter__(self) -> bool:
         return self.acquire()

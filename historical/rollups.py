@@ -10,9 +10,11 @@ run, :data:`historical.signals.rollup_finished` lets the query layer reconcile t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -84,21 +86,40 @@ def run_rollup(
     proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
         spark_submit_command(cfg, master or cfg.spark_master, first, last, zones),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+        start_new_session=True,  # a group of its own: _stop ends the JVM and its Python processes together
     )  # fmt: skip
     assert proc.stdout is not None
-    for line in proc.stdout:
-        parts = line.split()
-        if parts[:1] == ["progress"] and len(parts) == 3:
-            result.days.append((parts[1], parts[2]))
-            on_day(parts[1], parts[2])
-        elif parts[:1] == ["done"]:
-            result.events = int(dict(p.split("=") for p in parts[1:])["events"])
-    stderr = proc.stderr.read() if proc.stderr else ""
+    try:
+        for line in proc.stdout:
+            parts = line.split()
+            if parts[:1] == ["progress"] and len(parts) == 3:
+                result.days.append((parts[1], parts[2]))
+                on_day(parts[1], parts[2])
+            elif parts[:1] == ["done"]:
+                result.events = int(dict(p.split("=") for p in parts[1:])["events"])
+        stderr = proc.stderr.read() if proc.stderr else ""
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM, a failing callback): the job must not outlive the
+        # archive lock its caller is about to release.
+        _stop(proc)
+        raise
     if proc.wait() != 0:
         raise RollupFailed(f"spark job failed (exit {proc.returncode}):\n{stderr[-4000:]}")
     for _receiver, drift in rollup_finished.send(sender=run_rollup, cfg=cfg, days=result.days, zones=zones):
         result.drift.update(drift or {})
     return result
+
+
+def _stop(proc: subprocess.Popen[str], grace_s: float = 20) -> None:
+    """End the Spark job: its JVM, and the Python driver and workers it started, which would
+    otherwise run on for a while after the JVM is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace_s)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def legacy_change_days(cfg: Config, site_ids: Sequence[str] | None = None) -> dict[str, list[str]]:

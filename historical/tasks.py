@@ -1,10 +1,10 @@
 """Celery tasks of the batch layer: thin wrappers around domain functions.
 
 All are idempotent (a rollup replaces whole days, compaction keeps every event id), so
-``acks_late`` redelivery after a worker crash is harmless. A lock in Redis keeps two
-rollups (or a rollup and a compaction, which
-deletes files a running Spark job may have listed) from running at once, even if two beat
-processes were started by mistake.
+``acks_late`` redelivery after a worker crash is harmless. The archive lock
+(:mod:`historical.archive_lock`, shared with the ``manage.py`` commands) keeps two rollups,
+or a rollup and a compaction (which deletes files a running Spark job may have listed), from
+running at once, even if two beat processes were started by mistake.
 
 Every rollup attempt is recorded in MongoDB (collection ``job_runs``: ``complete``,
 ``retrying`` with the error, or ``failed`` once the retries are used up) and in the worker's
@@ -22,22 +22,19 @@ import redis
 from celery import shared_task
 from pymongo.errors import PyMongoError
 
+from archive.compaction import compact_ended_hours
 from archive.store import Archive
 from footfall.config import footfall_config
-from historical.lease import Lease
+from historical.archive_lock import ArchiveLock, ArchiveLockBusy, archive_lock
 from historical.rollups import RollupFailed, run_rollup, site_zones
 from historical.store import connect
 
 log = logging.getLogger(__name__)
-LOCK_KEY = "ff:lock:rollup"
-# A lease, renewed while the job runs (historical.lease): a killed worker frees it this soon.
-LOCK_TTL_S = 120
 LOCK_WAIT_S = 300  # a rollup that finds the lock taken tries again this much later
 LOOKBACK_DAYS = 3  # re-roll recent days so late (straggler) events land on their day
 ROLLUP_RETRIES = 3  # a failed rollup is retried this many times, then reported as failed
 ROLLUP_RETRY_DELAY_S = 600  # first retry after 10 minutes, then 20, 40 (exponential)
 RETRYABLE = (RollupFailed, PyMongoError, OSError, redis.RedisError)
-COMPACT_AFTER_S = 2 * 3600  # an hour partition gets late events rarely after this
 
 
 def _record_job(task: str, status: str, detail: object) -> None:
@@ -80,10 +77,12 @@ def rollup_days(
     replaced, and ``batch_runs`` names only days whose documents are complete.
     """
     cfg = footfall_config()
-    lease = Lease(redis.Redis.from_url(cfg.redis_url), LOCK_KEY, LOCK_TTL_S)
-    if not lease.acquire():
-        log.warning("another rollup or compaction holds the lock; trying %s..%s again in %ss", first, last, LOCK_WAIT_S)
-        raise self.retry(countdown=LOCK_WAIT_S)
+    lock = ArchiveLock(redis.Redis.from_url(cfg.redis_url), f"celery rollup_days {first}..{last}")
+    try:
+        lock.acquire(say=log.info)
+    except ArchiveLockBusy as busy:
+        log.warning("%s; trying %s..%s again in %ss", busy, first, last, LOCK_WAIT_S)
+        raise self.retry(countdown=LOCK_WAIT_S) from None
     job = {"first": first, "last": last, "sites": sites, "task_id": self.request.id}
     try:
         result = run_rollup(cfg, dt.date.fromisoformat(first), dt.date.fromisoformat(last), sites)
@@ -97,7 +96,7 @@ def rollup_days(
         countdown = retry_delay_s * 2 ** (failures - 1)
         _record_job("rollup_days", "retrying", {**detail, "retry_in_s": countdown})
         log.warning("rollup %s..%s failed (attempt %d), retrying in %ss: %s", first, last, failures, countdown, exc)
-        lease.release()  # before the retry can start
+        lock.release()  # before the retry can start
         kwargs = {**self.request.kwargs, "retries": retries, "retry_delay_s": retry_delay_s, "failures": failures}
         raise self.retry(exc=exc, countdown=countdown, kwargs=kwargs) from exc
     except Exception as exc:  # not worth retrying (an unknown site, a bad date): report at once
@@ -105,7 +104,7 @@ def rollup_days(
         log.exception("rollup %s..%s failed", first, last)
         raise
     finally:
-        lease.release()
+        lock.release()
     summary = {**job, "attempt": failures + 1, "site_days": len(result.days), "events": result.events}
     _record_job("rollup_days", "complete", summary)
     return summary
@@ -139,19 +138,9 @@ def compact_archive(min_files: int = 8) -> dict[str, int]:
     Skipped (until the next hourly run) while a rollup holds the lock: compaction deletes
     the files it merged, which a running Spark job may already have listed."""
     cfg = footfall_config()
-    with Lease(redis.Redis.from_url(cfg.redis_url), LOCK_KEY, LOCK_TTL_S) as held:
-        if not held:
-            log.info("a rollup is running; compaction waits for the next run")
-            return {"skipped": 1}
-        archive = Archive(cfg.archive_url)
-        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=COMPACT_AFTER_S)
-        merged = partitions = 0
-        for path in archive.partitions():
-            date, hour = path.parent.name.split("=", 1)[1], path.name.split("=", 1)[1]
-            if dt.datetime.fromisoformat(f"{date}T{hour}:00+00:00") + dt.timedelta(hours=1) > cutoff:
-                continue
-            done = archive.compact(path, min_files=min_files)
-            merged += done
-            partitions += bool(done)
-        swept = archive.sweep_temporary()
-    return {"partitions": partitions, "files_merged": merged, "temporary_removed": swept}
+    try:
+        with archive_lock(cfg.redis_url, "celery compact_archive", say=log.info):
+            return compact_ended_hours(Archive(cfg.archive_url), dt.datetime.now(dt.UTC), min_files=min_files)
+    except ArchiveLockBusy as busy:
+        log.info("%s; compaction waits for the next run", busy)
+        return {"skipped": 1}

@@ -6,12 +6,18 @@ replaces its documents; a backfill shows a progress bar over its days.
 ``manage.py rollup --legacy-hours`` re-rolls the days rolled up before hourly buckets were
 instants that contain a clock change (there an old ``site|day|HH`` document holds both
 repeated hours); old documents of other days are exact and read as they are.
+
+Every form holds the archive lock (:mod:`historical.archive_lock`) for its whole run, as the
+Celery tasks do: if a compaction or another rollup holds it, the command waits up to
+``--lock-timeout`` seconds, saying whom it waits for, then gives up with exit status 1.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from confluent_kafka import Consumer, TopicPartition
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -19,7 +25,10 @@ from tqdm import tqdm
 
 from archive.archiver import GROUP as ARCHIVER_GROUP
 from footfall.config import footfall_config
+from historical.archive_lock import ArchiveLockBusy, archive_lock, sigterm_exits
 from historical.rollups import RollupFailed, legacy_change_days, run_rollup, site_zones
+
+LOCK_TIMEOUT_S = 900.0
 
 
 def _date(value: str) -> dt.date:
@@ -47,12 +56,17 @@ class Command(BaseCommand):
             "--wait-archived", type=float, default=0, metavar="SECONDS",
             help="first wait up to SECONDS for the archiver to catch up with the events topic",
         )  # fmt: skip
+        parser.add_argument(
+            "--lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
+            help=f"wait up to SECONDS for a running rollup or compaction to finish (default {LOCK_TIMEOUT_S:.0f})",
+        )  # fmt: skip
 
     def handle(self, *args: object, **opts: object) -> None:
         if opts["legacy_hours"]:
             if opts["date"] or opts["first"] or opts["last"]:
                 raise CommandError("--legacy-hours takes no days: it finds them")
-            self._legacy_hours(list(opts["site"]) or None, opts["master"] and str(opts["master"]))
+            with self._archive_lock("manage.py rollup --legacy-hours", float(opts["lock_timeout"])):
+                self._legacy_hours(list(opts["site"]) or None, opts["master"] and str(opts["master"]))
             return
         if opts["date"] and (opts["first"] or opts["last"]):
             raise CommandError("give either --date or --from/--to")
@@ -71,22 +85,33 @@ class Command(BaseCommand):
         if opts["wait_archived"]:
             self._wait_archived(float(opts["wait_archived"]))
         total = ((last - first).days + 1) * len(zones)
-        bar = tqdm(total=total, unit="day", disable=bool(opts["no_progress"]), desc="rollup")
+        with self._archive_lock(f"manage.py rollup {first}..{last}", float(opts["lock_timeout"])):
+            bar = tqdm(total=total, unit="day", disable=bool(opts["no_progress"]), desc="rollup")
+            try:
+                result = run_rollup(
+                    footfall_config(), first, last, list(opts["site"]) or None, opts["master"] and str(opts["master"]),
+                    on_day=lambda site, day: bar.update(1),
+                )  # fmt: skip
+            except RollupFailed as exc:
+                raise CommandError(str(exc)) from None
+            finally:
+                bar.close()
+            self.stdout.write(f"rolled up {len(result.days)} site-days from {result.events} archived events")
+            for key, drift in sorted(result.drift.items()):
+                self.stdout.write(
+                    f"  drift {key}: page views realtime={drift['realtime_pageviews']} "
+                    f"batch={drift['batch_pageviews']} ({drift['pageviews_drift_pct']}%), "
+                    f"coverage {drift['coverage']:.0%}"
+                )
+
+    @contextmanager
+    def _archive_lock(self, what: str, timeout_s: float) -> Iterator[None]:
+        """Hold the archive lock for the block; SIGTERM and Ctrl-C release it on the way out."""
         try:
-            result = run_rollup(
-                footfall_config(), first, last, list(opts["site"]) or None, opts["master"] and str(opts["master"]),
-                on_day=lambda site, day: bar.update(1),
-            )  # fmt: skip
-        except RollupFailed as exc:
-            raise CommandError(str(exc)) from None
-        finally:
-            bar.close()
-        self.stdout.write(f"rolled up {len(result.days)} site-days from {result.events} archived events")
-        for key, drift in sorted(result.drift.items()):
-            self.stdout.write(
-                f"  drift {key}: page views realtime={drift['realtime_pageviews']} batch={drift['batch_pageviews']} "
-                f"({drift['pageviews_drift_pct']}%), coverage {drift['coverage']:.0%}"
-            )
+            with sigterm_exits(), archive_lock(footfall_config().redis_url, what, timeout_s, say=self.stdout.write):
+                yield
+        except ArchiveLockBusy as busy:
+            raise CommandError(f"{busy}; to wait longer, give --lock-timeout SECONDS") from None
 
     def _legacy_hours(self, sites: list[str] | None, master: str | None) -> None:
         try:

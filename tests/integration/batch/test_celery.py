@@ -31,9 +31,10 @@ from archive.store import Archive, ArchiveRow
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, encode
+from historical.archive_lock import KEY as LOCK_KEY
 from historical.rollups import REPO
 from historical.store import DAILY, RUNS, DayDocuments, documents, hour_document, load_day
-from historical.tasks import LOCK_KEY, nightly_windows
+from historical.tasks import nightly_windows
 
 BROKER_DB = 11  # reserved for this test: flushed before and after
 LOCK_DB = 12  # the worker's REDIS_URL (rollup lock, realtime reads of reconciliation); flushed too

@@ -13,8 +13,9 @@ from pathlib import Path
 import redis
 
 from footfall.config import Config
+from historical.archive_lock import KEY, ArchiveLock
 from historical.lease import Lease
-from historical.tasks import LOCK_KEY, LOCK_TTL_S, compact_archive
+from historical.tasks import compact_archive
 
 REPO = Path(__file__).resolve().parents[3]
 HOLDER = """
@@ -65,7 +66,10 @@ def test_a_killed_holder_frees_the_lease_within_its_ttl(redis_client: redis.Redi
 
 def test_compaction_waits_while_a_rollup_holds_the_lease(redis_client: redis.Redis) -> None:
     """Compaction deletes files a running Spark job may have listed: it skips its run instead."""
-    with Lease(redis_client, LOCK_KEY, ttl_s=LOCK_TTL_S) as held:
-        assert held
+    rollup = ArchiveLock(redis_client, "a rollup")
+    rollup.acquire()
+    try:
         assert compact_archive() == {"skipped": 1}
-    assert redis_client.get(LOCK_KEY) is None
+    finally:
+        rollup.release()
+    assert redis_client.get(KEY) is None

@@ -32,8 +32,8 @@ from tests.reliability.faults import stack, wait_for
 SERVER_ONLY = {"pyarrow", "pyspark", "dash", "plotly", "celery", "pymongo", "djangorestframework", "gunicorn"}
 # The server's management commands: none may appear in a host.
 SERVER_COMMANDS = {
-    "create_site", "create_api_key", "demo_traffic", "import_events", "replay_spool", "rollup", "run_archiver",
-    "realtime_stats", "rebuild_realtime", "run_realtime", "dashboard_user", "share_link",
+    "create_site", "create_api_key", "demo_traffic", "import_events", "replay_spool", "rollup", "compact_archive",
+    "run_archiver", "realtime_stats", "rebuild_realtime", "run_realtime", "dashboard_user", "share_link",
 }  # fmt: skip
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 PAGE_VIEW = """

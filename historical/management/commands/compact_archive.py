@@ -1,0 +1,57 @@
+"""``manage.py compact_archive``: merge the small files of archive hours that have ended, now.
+
+The same work as the hourly Celery task ``compact_archive``, under the same archive lock
+(:mod:`historical.archive_lock`): a rollup holding it is waited for up to
+``--lock-timeout`` seconds, with a line saying whom the command waits for, then the command
+gives up with exit status 1.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from archive.compaction import SETTLED_AFTER_S, compact_ended_hours
+from archive.store import Archive
+from footfall.config import footfall_config
+from historical.archive_lock import ArchiveLockBusy, archive_lock, sigterm_exits
+
+LOCK_TIMEOUT_S = 900.0
+
+
+class Command(BaseCommand):
+    help = "Merge the small files of ended hours of a local archive (under the archive lock)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--min-files", type=int, default=8, help="merge an hour only from this many files on")
+        parser.add_argument(
+            "--settled-after-hours", type=float, default=SETTLED_AFTER_S / 3600, metavar="HOURS",
+            help="only hours that ended at least this long ago (default %(default)s)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
+            help=f"wait up to SECONDS for a running rollup to finish (default {LOCK_TIMEOUT_S:.0f})",
+        )  # fmt: skip
+
+    def handle(self, *args: object, **opts: object) -> None:
+        if int(opts["min_files"]) < 2:
+            raise CommandError("--min-files must be at least 2")
+        cfg = footfall_config()
+        try:
+            with (
+                sigterm_exits(),
+                archive_lock(
+                    cfg.redis_url, "manage.py compact_archive", float(opts["lock_timeout"]), say=self.stdout.write
+                ),
+            ):
+                done = compact_ended_hours(
+                    Archive(cfg.archive_url), dt.datetime.now(dt.UTC),
+                    settled_after_s=float(opts["settled_after_hours"]) * 3600, min_files=int(opts["min_files"]),
+                )  # fmt: skip
+                self.stdout.write(
+                    f"merged {done['files_merged']} files in {done['partitions']} hours; "
+                    f"removed {done['temporary_removed']} stale temporary files"
+                )
+        except ArchiveLockBusy as busy:
+            raise CommandError(f"{busy}; to wait longer, give --lock-timeout SECONDS") from None
