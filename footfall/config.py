@@ -27,6 +27,7 @@ import dj_database_url
 from django.conf import settings
 
 from footfall_capture.kafka import KafkaSettings
+from footfall_capture.kafka_security import KafkaSecurity, KafkaSecurityError, load_security
 
 
 class ConfigError(ValueError):
@@ -96,6 +97,7 @@ class Config:
     allowed_hosts: tuple[str, ...]
     database: dict[str, object]
     kafka_bootstrap_servers: str
+    kafka_security: KafkaSecurity
     events_topic: str
     invalid_topic: str
     redis_url: str
@@ -120,7 +122,7 @@ class Config:
     @property
     def kafka(self) -> KafkaSettings:
         """Where the collector's producers write."""
-        return KafkaSettings(self.kafka_bootstrap_servers, self.events_topic, self.invalid_topic)
+        return KafkaSettings(self.kafka_bootstrap_servers, self.events_topic, self.invalid_topic, self.kafka_security)
 
     @property
     def archive_is_local(self) -> bool:
@@ -155,6 +157,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         allowed_hosts=_allowed_hosts(env, debug),
         database=_database(env, data_dir),
         kafka_bootstrap_servers=_bootstrap_servers(env),
+        kafka_security=_kafka_security(env),
         events_topic=_name(env, "FOOTFALL_EVENTS_TOPIC", "events"),
         invalid_topic=_name(env, "FOOTFALL_INVALID_TOPIC", "events.invalid"),
         redis_url=redis_url,
@@ -305,6 +308,13 @@ def _bootstrap_servers(env: Mapping[str, str]) -> str:
         if not _HOSTPORT.match(server) or not 0 < int(server.rsplit(":", 1)[1]) < 65536:
             raise ConfigError("KAFKA_BOOTSTRAP_SERVERS", "comma-separated host:port pairs", raw)
     return ",".join(servers)
+
+
+def _kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
+    try:
+        return load_security(env.get, "KAFKA_")
+    except KafkaSecurityError as exc:
+        raise ConfigError(exc.variable, exc.expected) from None
 
 
 def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...], default: str) -> str:
