@@ -62,10 +62,6 @@ class KafkaSecurity:
     def uses_sasl(self) -> bool:
         return self.protocol.startswith("SASL_")
 
-    @property
-    def uses_tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
     def librdkafka(self) -> dict[str, str]:
         """librdkafka's entries for these settings (nothing but the protocol for PLAINTEXT)."""
         conf = {"security.protocol": self.protocol.lower()}
