@@ -31,7 +31,7 @@ from footfall.config import load_config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
 from footfall_capture.events import Event, encode
-from footfall_capture.kafka import producer_config
+from footfall_capture.kafka import client_config, producer_config
 from query.realtime import RealtimeQueries
 from realtime.consumer import build_processor
 from realtime.keys import PREFIX, KeyLayout
@@ -96,7 +96,7 @@ class RealtimeBench:
 
     def __init__(self, args: argparse.Namespace, cleanup: contextlib.ExitStack) -> None:
         self.args, self.cleanup, self.cfg = args, cleanup, load_config(os.environ, REPO)
-        self.admin = AdminClient({"bootstrap.servers": self.cfg.kafka_bootstrap_servers})
+        self.admin = AdminClient(client_config(self.cfg.kafka))
         self.client = redis.Redis.from_url(self.cfg.redis_url, socket_timeout=10)
         self.layout, self.run_id = KeyLayout(self.cfg.realtime_retention_s), uuid.uuid4().hex[:8]
         self.site, self.groups = f"rtbench-{self.run_id}", list[str]()

@@ -27,6 +27,7 @@ import dj_database_url
 from django.conf import settings
 
 from footfall_capture.kafka import KafkaSettings
+from footfall_capture.kafka_security import KafkaSecurity, KafkaSecurityError, load_security
 
 
 class ConfigError(ValueError):
@@ -80,6 +81,11 @@ REQUIRED_HINTS: Mapping[str, str] = {
 INSECURE_DEV_SECRET = "footfall-insecure-local-development-key-never-use-in-production"  # noqa: S105
 MIN_SECRET_LENGTH = 50
 
+# How long the events topic keeps events by default, and what it must keep beyond the
+# realtime window: the time a rebuild from the log may take to read it.
+DEFAULT_EVENTS_RETENTION_MS = 7 * 86_400_000
+EVENTS_RETENTION_MARGIN_MS = 3_600_000
+
 SQLITE_ENGINE = "footfall.sqlite"
 _HOSTPORT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 _SPARK_LOCAL = re.compile(r"^local(\[(\*|\d+)(,\d+)?\])?$")
@@ -96,8 +102,13 @@ class Config:
     allowed_hosts: tuple[str, ...]
     database: dict[str, object]
     kafka_bootstrap_servers: str
+    kafka_security: KafkaSecurity
     events_topic: str
     invalid_topic: str
+    events_partitions: int
+    replication_factor: int
+    min_insync_replicas: int
+    events_retention_ms: int  # -1: kept for ever
     redis_url: str
     celery_broker_url: str
     cache_url: str
@@ -120,7 +131,7 @@ class Config:
     @property
     def kafka(self) -> KafkaSettings:
         """Where the collector's producers write."""
-        return KafkaSettings(self.kafka_bootstrap_servers, self.events_topic, self.invalid_topic)
+        return KafkaSettings(self.kafka_bootstrap_servers, self.events_topic, self.invalid_topic, self.kafka_security)
 
     @property
     def archive_is_local(self) -> bool:
@@ -147,6 +158,8 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
             raise MissingSettingsError(missing)
 
     data_dir = Path(env.get("FOOTFALL_DATA_DIR") or default_data_dir(env, base_dir)).expanduser().resolve()
+    realtime_retention_s = _int(env, "FOOTFALL_REALTIME_RETENTION_HOURS", 48, low=1, high=24 * 31) * 3600
+    replication_factor = _int(env, "FOOTFALL_REPLICATION_FACTOR", 1, low=1, high=10)
     redis_url = _url(env, "REDIS_URL", ("redis", "rediss", "unix"), f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0")
     return Config(
         environment=environment,
@@ -155,8 +168,16 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         allowed_hosts=_allowed_hosts(env, debug),
         database=_database(env, data_dir),
         kafka_bootstrap_servers=_bootstrap_servers(env),
+        kafka_security=_kafka_security(env),
         events_topic=_name(env, "FOOTFALL_EVENTS_TOPIC", "events"),
         invalid_topic=_name(env, "FOOTFALL_INVALID_TOPIC", "events.invalid"),
+        events_partitions=_int(env, "FOOTFALL_EVENTS_PARTITIONS", 6, low=1, high=10_000),
+        replication_factor=replication_factor,
+        # With one replica to spare, an acks=all write survives the loss of any one broker.
+        min_insync_replicas=_int(
+            env, "FOOTFALL_MIN_INSYNC_REPLICAS", min(2, replication_factor - 1) or 1, low=1, high=replication_factor
+        ),
+        events_retention_ms=_events_retention_ms(env, realtime_retention_s),
         redis_url=redis_url,
         # Celery's broker lives in its own Redis database so a FLUSHDB of counters in a
         # test or a rebuild can never drop queued tasks.
@@ -179,7 +200,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         # Server-side batches may carry their own event times, at most this far in the past
         # (older days are backfilled with the import command and a re-rollup).
         ingest_max_age_ms=_int(env, "FOOTFALL_INGEST_MAX_AGE_HOURS", 7 * 24, low=1, high=24 * 366) * 3_600_000,
-        realtime_retention_s=_int(env, "FOOTFALL_REALTIME_RETENTION_HOURS", 48, low=1, high=24 * 31) * 3600,
+        realtime_retention_s=realtime_retention_s,
         api_rate_per_minute=_int(env, "FOOTFALL_API_RATE_PER_MINUTE", 600, low=1, high=1_000_000),
         # Per process: rollup documents and breakdown values held from reads of settled days
         # (measured ~0.6 KB a document, ~0.2 KB a value: the default holds ~120 MB at most).
@@ -305,6 +326,32 @@ def _bootstrap_servers(env: Mapping[str, str]) -> str:
         if not _HOSTPORT.match(server) or not 0 < int(server.rsplit(":", 1)[1]) < 65536:
             raise ConfigError("KAFKA_BOOTSTRAP_SERVERS", "comma-separated host:port pairs", raw)
     return ",".join(servers)
+
+
+def _events_retention_ms(env: Mapping[str, str], realtime_retention_s: int) -> int:
+    """The events topic must keep the whole realtime window (plus the time a rebuild takes),
+    or ``rebuild_realtime`` would recount a window whose oldest events Kafka already deleted."""
+    least = realtime_retention_s * 1000 + EVENTS_RETENTION_MARGIN_MS
+    raw = env.get("FOOTFALL_EVENTS_RETENTION_MS")
+    if raw is None or raw == "":
+        return max(DEFAULT_EVENTS_RETENTION_MS, least)
+    value = _int(env, "FOOTFALL_EVENTS_RETENTION_MS", 0, low=-1)
+    if value != -1 and value < least:
+        raise ConfigError(
+            "FOOTFALL_EVENTS_RETENTION_MS",
+            f"-1 (for ever) or at least {least} ms: the realtime window "
+            f"(FOOTFALL_REALTIME_RETENTION_HOURS={realtime_retention_s // 3600}) plus "
+            f"{EVENTS_RETENTION_MARGIN_MS // 3_600_000} h, so the counters can be rebuilt from the log",
+            raw,
+        )
+    return value
+
+
+def _kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
+    try:
+        return load_security(env.get, "KAFKA_")
+    except KafkaSecurityError as exc:
+        raise ConfigError(exc.variable, exc.expected) from None
 
 
 def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...], default: str) -> str:

@@ -12,9 +12,11 @@ import time
 from collections.abc import Callable
 
 from arroyo.backends.kafka import KafkaConsumer, build_kafka_consumer_configuration
+from confluent_kafka import KafkaError
 
 from footfall.config import Config
-from footfall_capture.kafka import KAFKA_LOG
+from footfall_capture.kafka import KAFKA_LOG, client_config
+from footfall_capture.kafka_security import KafkaAuthenticationFailed, KafkaSecurity
 
 # Also the rebalance timeout librdkafka sends with JoinGroup: how long a rejoin may wait for
 # members that do not come back. Our loops poll every few seconds, so 120 s only catches a
@@ -27,18 +29,37 @@ CLOSE_LIMIT_S = 30.0
 
 
 def consumer_config(cfg: Config, group_id: str, **overrides: object) -> dict[str, object]:
-    """librdkafka consumer settings: manual commits, start from the earliest unread offset."""
+    """librdkafka consumer settings: manual commits, start from the earliest unread offset;
+    ``poll()`` raises :class:`KafkaAuthenticationFailed` when the brokers refuse the
+    client's credentials or certificates (see :func:`fail_on_refusal`)."""
     return {
-        "bootstrap.servers": cfg.kafka_bootstrap_servers,
+        **client_config(cfg.kafka),
+        "error_cb": fail_on_refusal(cfg.kafka_security),
         "group.id": group_id,
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
         "partition.assignment.strategy": "cooperative-sticky",
         "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
-        "logger": KAFKA_LOG,
         **overrides,
     }
+
+
+def fail_on_refusal(security: KafkaSecurity) -> Callable[[KafkaError], None]:
+    """An ``error_cb`` that raises :class:`KafkaAuthenticationFailed`, naming the settings, when
+    the brokers refuse the credentials or the certificate (librdkafka would retry for ever, and
+    a worker that never consumes looks alive); other errors stay librdkafka's to retry. A
+    consumer's error callbacks run inside ``poll()``, which re-raises what they raise."""
+
+    def on_error(err: KafkaError) -> None:
+        message = security.describe(err)
+        if message is None:
+            return
+        if security.is_definitive(err):
+            raise KafkaAuthenticationFailed(message)
+        KAFKA_LOG.error("%s", message)
+
+    return on_error
 
 
 def group_consumer(cfg: Config, group: str, session_timeout_ms: int, watch: GroupWatch) -> KafkaConsumer:

@@ -24,7 +24,7 @@ from pathlib import Path
 from footfall.config import Config
 from footfall.models import Site
 from historical.signals import rollup_finished
-from historical.store import connect, has_clock_change, legacy_hour_days
+from historical.store import MONGO_URL_VARIABLE, connect, has_clock_change, legacy_hour_days
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,8 +63,14 @@ def spark_submit_command(cfg: Config, master: str, first: dt.date, last: dt.date
         "--from", first.isoformat(), "--to", last.isoformat(),
         "--sites", json.dumps(zones),
         "--archive-url", cfg.archive_url,
-        "--mongo-url", cfg.mongo_url, "--mongo-db", cfg.mongo_db,
+        "--mongo-db", cfg.mongo_db,
     ]  # fmt: skip
+
+
+def spark_submit_env(cfg: Config) -> dict[str, str]:
+    """The environment ``spark-submit`` runs in: this process's, with the job's module path and
+    MongoDB's URL (see :data:`MONGO_URL_VARIABLE`)."""
+    return {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable, MONGO_URL_VARIABLE: cfg.mongo_url}
 
 
 def run_rollup(
@@ -82,10 +88,9 @@ def run_rollup(
     result = RollupResult()
     if not zones:
         return result
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
     proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
         spark_submit_command(cfg, master or cfg.spark_master, first, last, zones),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=spark_submit_env(cfg), cwd=REPO,
         start_new_session=True,  # a group of its own: _stop ends the JVM and its Python processes together
     )  # fmt: skip
     assert proc.stdout is not None

@@ -49,6 +49,12 @@ from pymongo.database import Database
 
 from historical.buckets import Bucket, bucket_at, bucket_key, day_buckets
 
+# The rollup job reads MongoDB's URL (which may carry a password and TLS options) from this
+# variable of its environment, never from its arguments: any local user can read a process's
+# argv (ps, /proc/<pid>/cmdline), only its owner its environment. In client mode the driver
+# inherits spark-submit's environment (historical.rollups.spark_submit_env).
+MONGO_URL_VARIABLE = "FOOTFALL_ROLLUP_MONGO_URL"
+
 DAILY, HOURLY, BREAKDOWNS, RUNS, RECONCILIATION = (
     "rollup_daily",
     "rollup_hourly",

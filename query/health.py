@@ -27,6 +27,7 @@ from pymongo.errors import PyMongoError
 
 from archive.archiver import GROUP as ARCHIVER_GROUP
 from footfall.config import Config
+from footfall_capture.kafka import client_config
 from historical.store import RECONCILIATION, RUNS
 from realtime.health import consumer_lag, realtime_health
 from realtime.runtime import GROUP as REALTIME_GROUP
@@ -126,7 +127,7 @@ class HealthChecks:
 
     def _check_kafka(self) -> str | None:
         if self._kafka is None:
-            self._kafka = AdminClient({"bootstrap.servers": self.cfg.kafka_bootstrap_servers})
+            self._kafka = AdminClient(client_config(self.cfg.kafka))
         try:
             topics = self._kafka.list_topics(timeout=CHECK_TIMEOUT_S).topics
         except KafkaException as exc:

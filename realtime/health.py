@@ -13,6 +13,7 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 
 from footfall.config import Config
+from footfall_capture.kafka import client_config
 from realtime.store import CounterStore
 
 HEALTH_KEY = "ff:rt:health"
@@ -21,7 +22,7 @@ STALE_WORKER_MS = 30_000
 
 def consumer_lag(cfg: Config, group: str, topic: str) -> dict[int, int]:
     """Messages not yet committed by ``group``, per partition of ``topic``."""
-    consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": group})
+    consumer = Consumer(client_config(cfg.kafka, **{"group.id": group}))
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         tps = [TopicPartition(topic, p) for p in partitions]

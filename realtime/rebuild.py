@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from confluent_kafka import Consumer, TopicPartition
 
 from footfall.config import Config
+from footfall.kafka_client import consumer_config
 from footfall_capture.events import Event, InvalidEvent, decode
 from realtime.keys import HOUR_MS, bucket_of
 from realtime.store import CounterStore
@@ -31,8 +32,7 @@ _SITE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 
 
 def _read(cfg: Config, topic: str, start_ms: int, progress: Callable[[int], None]) -> Iterator[Event]:
-    consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": f"rebuild-{uuid.uuid4()}",
-                         "enable.auto.commit": False})  # fmt: skip
+    consumer = Consumer(consumer_config(cfg, f"rebuild-{uuid.uuid4()}"))
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         starts = consumer.offsets_for_times(

@@ -3,8 +3,10 @@
 Run through ``manage.py rollup`` (which passes the sites and their time zones), or directly::
 
     spark-submit --master spark://host:7077 spark_jobs/rollup.py --from 2026-11-01 --to 2026-11-07 \\
-        --sites '{"demo": "Europe/Berlin"}' --archive-url file:///data/archive \\
-        --mongo-url mongodb://host:27017/ --mongo-db footfall
+        --sites '{"demo": "Europe/Berlin"}' --archive-url file:///data/archive --mongo-db footfall
+
+with MongoDB's URL in the environment variable ``FOOTFALL_ROLLUP_MONGO_URL`` (a password in
+an argument would show in every local user's ``ps``).
 
 * extract: :func:`archive.reader.read_events`, the archive's events of the requested local days
   (and the evening before, so sessions starting then are whole);
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -30,7 +33,7 @@ from pyspark.sql import functions as F
 
 from archive.reader import read_events
 from historical.buckets import span_transitions
-from historical.store import DayDocuments, connect, ensure_indexes, hour_document, load_day
+from historical.store import MONGO_URL_VARIABLE, DayDocuments, connect, ensure_indexes, hour_document, load_day
 from spark_jobs.transforms import localize, rollup
 
 CHUNK_DAYS = 7
@@ -136,12 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--to", dest="last", required=True, type=dt.date.fromisoformat)
     parser.add_argument("--sites", required=True, help='JSON object {"site_id": "IANA time zone"}')
     parser.add_argument("--archive-url", required=True)
-    parser.add_argument("--mongo-url", required=True)
     parser.add_argument("--mongo-db", default="footfall")
     parser.add_argument("--master", default=None, help="only when not set by spark-submit")
     args = parser.parse_args(argv)
     if args.last < args.first:
         parser.error("--to is before --from")
+    mongo_url = os.environ.get(MONGO_URL_VARIABLE, "")
+    if not mongo_url:
+        parser.error(f"{MONGO_URL_VARIABLE}: MongoDB's URL is required in the environment")
     builder = SparkSession.builder.appName("footfall-rollup").config("spark.sql.session.timeZone", "UTC")
     if args.master:
         builder = builder.master(args.master)
@@ -149,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     started = time.monotonic()
     try:
-        loaded = run(spark, args.first, args.last, json.loads(args.sites), args.archive_url, args.mongo_url,
+        loaded = run(spark, args.first, args.last, json.loads(args.sites), args.archive_url, mongo_url,
                      args.mongo_db)  # fmt: skip
     finally:
         spark.stop()

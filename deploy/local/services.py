@@ -37,7 +37,8 @@ from pathlib import Path
 
 from deploy.local.checks import StackError, ensure_port_free, wait_until
 from deploy.local.supervisor import Supervisor
-from footfall.config import LOCAL_PORTS, load_config
+from footfall.config import LOCAL_PORTS, Config, load_config
+from footfall_capture.kafka import client_config
 
 KAFKA_VERSION = "4.3.1"
 MONGO_JAVA_SERVER_VERSION = "1.46.0"
@@ -68,7 +69,6 @@ class StackConfig:
     redis_port: int
     mongo_port: int
     web_port: int
-    events_partitions: int
     start_timeout: float
 
     @classmethod
@@ -82,7 +82,6 @@ class StackConfig:
             redis_port=_int_env(env, "FOOTFALL_REDIS_PORT", LOCAL_PORTS["redis"], 1024),
             mongo_port=_int_env(env, "FOOTFALL_MONGO_PORT", LOCAL_PORTS["mongo"], 1024, 65534),
             web_port=_int_env(env, "FOOTFALL_WEB_PORT", LOCAL_PORTS["web"], 1024),
-            events_partitions=_int_env(env, "FOOTFALL_EVENTS_PARTITIONS", 6, 1, 256),
             start_timeout=float(_int_env(env, "FOOTFALL_START_TIMEOUT", 180, 5, 3600)),
         )
         ports = [cfg.kafka_port, cfg.kafka_port + 1, cfg.redis_port, cfg.mongo_port, cfg.web_port]
@@ -393,10 +392,14 @@ class Kafka(Service):
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
 
+    def _app(self) -> Config:
+        """Footfall's configuration against this stack (its brokers, topics and Kafka security)."""
+        return load_config({**os.environ, **self.cfg.app_environment()}, REPO)
+
     def _admin(self):  # noqa: ANN202 - confluent_kafka is imported lazily
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient({"bootstrap.servers": f"127.0.0.1:{self.cfg.kafka_port}", "log_level": 0})
+        return AdminClient(client_config(self._app().kafka, log_level=0))
 
     def healthy(self) -> bool:
         from confluent_kafka import KafkaException
@@ -408,14 +411,14 @@ class Kafka(Service):
         return len(metadata.brokers) >= 1
 
     def _topics(self) -> tuple[str, str]:
-        app = load_config({**os.environ, **self.cfg.app_environment()}, REPO)
+        app = self._app()
         return app.events_topic, app.invalid_topic
 
     def topic_sizes(self) -> dict[str, int]:
         """Messages retained per project topic (sum of high minus low watermarks)."""
         from confluent_kafka import Consumer, TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{self.cfg.kafka_port}", "group.id": "footfall-status"})
+        consumer = Consumer(client_config(self._app().kafka, **{"group.id": "footfall-status"}))
         try:
             sizes = {}
             for topic in self._topics():
@@ -427,27 +430,15 @@ class Kafka(Service):
             consumer.close()
 
     def after_start(self) -> None:
-        """Create the project's topics if missing (idempotent)."""
-        from confluent_kafka.admin import NewTopic
+        """Create the project's topics if missing (idempotent), as ``manage.py kafka_topics`` does."""
+        from footfall.kafka_topics import TopicError, ensure_topics, wanted_topics
 
-        events, invalid = self._topics()
-        wanted = {
-            events: (self.cfg.events_partitions, {"retention.ms": str(7 * 86_400_000)}),
-            invalid: (1, {"retention.ms": str(30 * 86_400_000)}),
-        }
-        admin = self._admin()
-        existing = set(admin.list_topics(timeout=10).topics)
-        new = [
-            NewTopic(name, num_partitions=parts, replication_factor=1, config=conf)
-            for name, (parts, conf) in wanted.items()
-            if name not in existing
-        ]
-        for name, future in (admin.create_topics(new, operation_timeout=30) if new else {}).items():
-            try:
-                future.result(timeout=60)
-            except Exception as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise StackError(f"kafka: could not create topic {name}: {exc}") from exc
+        try:
+            report = ensure_topics(self._admin(), wanted_topics(self._app()))
+        except TopicError as exc:
+            raise StackError(f"kafka: {exc}") from exc
+        for difference in report.differences:
+            print(f"kafka: {difference}", file=sys.stderr)
 
 
 class Spark(Service):

@@ -7,7 +7,9 @@ within a partition and a write acknowledged by the brokers survives the loss of 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from footfall_capture.kafka_security import KafkaSecurity
 
 # librdkafka writes its own log lines to stderr unless given a logger; route them through
 # logging so operators filter and ship them like everything else.
@@ -16,17 +18,29 @@ KAFKA_LOG = logging.getLogger("footfall.kafka")
 
 @dataclass(frozen=True, slots=True)
 class KafkaSettings:
-    """The brokers and topics a producer writes to."""
+    """The brokers and topics a producer writes to, and how clients authenticate to them."""
 
     bootstrap_servers: str
     events_topic: str = "events"
     invalid_topic: str = "events.invalid"
+    security: KafkaSecurity = field(default_factory=KafkaSecurity)
+
+
+def client_config(kafka: KafkaSettings, **overrides: object) -> dict[str, object]:
+    """What every librdkafka client (producer, consumer, admin) needs to reach the brokers:
+    their addresses, TLS/SASL, and the logger; ``overrides`` win. No client builds its own."""
+    return {
+        "bootstrap.servers": kafka.bootstrap_servers,
+        **kafka.security.librdkafka(),
+        "logger": KAFKA_LOG,
+        **overrides,
+    }
 
 
 def producer_config(kafka: KafkaSettings, **overrides: object) -> dict[str, object]:
     """librdkafka producer settings for ``kafka``; ``overrides`` win (e.g. timeouts in tests)."""
     return {
-        "bootstrap.servers": kafka.bootstrap_servers,
+        **client_config(kafka),
         "enable.idempotence": True,
         "acks": "all",
         "compression.type": "lz4",
@@ -34,6 +48,5 @@ def producer_config(kafka: KafkaSettings, **overrides: object) -> dict[str, obje
         "linger.ms": 5,
         # Give up on a message after 30 s so callers learn of an outage and can spool.
         "message.timeout.ms": 30_000,
-        "logger": KAFKA_LOG,
         **overrides,
     }

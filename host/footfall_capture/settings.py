@@ -19,6 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from footfall_capture.kafka import KafkaSettings
+from footfall_capture.kafka_security import SETTINGS as KAFKA_SECURITY_SETTINGS
+from footfall_capture.kafka_security import KafkaSecurity, KafkaSecurityError, load_security
 from footfall_capture.salts import LATE_WINDOW, SALT_POLICIES
 
 TRACK_MODES = ("pageviews", "requests")
@@ -41,6 +43,7 @@ NAMES = (
     "FOOTFALL_SALT_POLICY",
     "FOOTFALL_TIMEZONE",
     "FOOTFALL_INGEST_MAX_AGE_HOURS",
+    *(f"FOOTFALL_KAFKA_{name}" for name in KAFKA_SECURITY_SETTINGS),
 )
 _SITE_ID = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 _HOSTPORT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
@@ -98,12 +101,18 @@ def load_settings(django_settings: Mapping[str, Any], environ: Mapping[str, str]
                   required=True)  # fmt: skip
     servers = get("FOOTFALL_KAFKA_BOOTSTRAP_SERVERS", _bootstrap_servers, required=True)
     redis_url = get("FOOTFALL_REDIS_URL", _redis_url, required=True)
+    try:
+        security = load_security(lambda name: _text(django_settings.get(name, environ.get(name))), "FOOTFALL_KAFKA_")
+    except KafkaSecurityError as exc:
+        problems.append(str(exc))
+        security = KafkaSecurity()
     settings = CaptureSettings(
         site_id=site_id,
         kafka=KafkaSettings(
             bootstrap_servers=servers,
             events_topic=get("FOOTFALL_EVENTS_TOPIC", _matching(_TOPIC, "a Kafka topic name"), "events"),
             invalid_topic=get("FOOTFALL_INVALID_TOPIC", _matching(_TOPIC, "a Kafka topic name"), "events.invalid"),
+            security=security,
         ),
         redis_url=redis_url,
         spool_dir=get("FOOTFALL_SPOOL_DIR", _absolute_path, default_spool_dir(environ)),
@@ -133,6 +142,10 @@ def from_django() -> CaptureSettings:
 
 
 # --- parsers: each takes a Django value or an environment string ------------------------
+def _text(raw: Any) -> str | None:
+    return None if raw is None else str(raw)
+
+
 def _matching(pattern: re.Pattern[str], expected: str) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         if not isinstance(raw, str) or not pattern.fullmatch(raw):

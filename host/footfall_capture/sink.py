@@ -86,6 +86,14 @@ class KafkaSink:
         return self._producer
 
     def _on_error(self, err: KafkaError) -> None:
+        refusal = self.kafka.security.describe(err)
+        if refusal is not None:
+            # The brokers refuse us (wrong password, untrusted certificate): spool until an
+            # operator fixes the setting named and restarts, then the spool is replayed.
+            if self._down_since is None:
+                log.error("%s; spooling events to %s", refusal, self.spool.directory)
+            self._down_since = time.monotonic()
+            return
         if err.code() == KafkaError._ALL_BROKERS_DOWN:
             if self._down_since is None:
                 log.warning("Kafka unreachable (%s); spooling events to %s", err.str(), self.spool.directory)

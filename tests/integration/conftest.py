@@ -16,6 +16,7 @@ import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from footfall.config import Config
+from footfall_capture.kafka import client_config
 from query.health import check_all
 
 
@@ -29,7 +30,7 @@ def services_up(cfg: Config) -> None:
 
 @pytest.fixture
 def kafka_admin(cfg: Config) -> AdminClient:
-    return AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
+    return AdminClient(client_config(cfg.kafka))
 
 
 def create_topic(admin: AdminClient, name: str, partitions: int, timeout: float = 30.0) -> None:

@@ -21,6 +21,7 @@ from confluent_kafka import Consumer
 from archive.archiver import build_archiver
 from footfall.config import Config
 from footfall.kafka_client import GroupWatch
+from footfall_capture.kafka import client_config
 
 LIMIT_S = 8.0
 
@@ -62,13 +63,15 @@ def test_an_archiver_held_out_of_its_group_is_let_go_and_a_steady_one_is_not(
 
     # 2. A member that never serves its rebalance holds every rejoin for its rebalance timeout.
     laggard = Consumer(
-        {
-            "bootstrap.servers": cfg.kafka_bootstrap_servers,
-            "group.id": group,
-            "partition.assignment.strategy": "roundrobin",
-            "session.timeout.ms": 30_000,
-            "max.poll.interval.ms": 120_000,  # the rebalance timeout the others wait for
-        }
+        client_config(
+            cfg.kafka,
+            **{
+                "group.id": group,
+                "partition.assignment.strategy": "roundrobin",
+                "session.timeout.ms": 30_000,
+                "max.poll.interval.ms": 120_000,  # the rebalance timeout the others wait for
+            },
+        )
     )
     assigned = threading.Event()
     laggard.subscribe([kafka_topic], on_assign=lambda _c, _p: assigned.set())

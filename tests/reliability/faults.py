@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from footfall.config import Config
 from footfall_capture.events import InvalidEvent, decode
+from footfall_capture.kafka import client_config
 from tests.reliability.conftest import REPO
 
 
@@ -60,14 +61,14 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str, every: float 
 @contextlib.contextmanager
 def fresh_topic(cfg: Config, partitions: int = 6, prefix: str = "rel") -> Iterator[str]:
     """A new topic (like ``events``: 6 partitions), deleted afterwards."""
-    admin = AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
+    admin = AdminClient(client_config(cfg.kafka))
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(timeout=30)
     try:
         yield name
     finally:
         with contextlib.suppress(Exception):  # the broker may be the thing a failed scenario broke
-            AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers}).delete_topics([name])[name].result(30)
+            AdminClient(client_config(cfg.kafka)).delete_topics([name])[name].result(30)
 
 
 def private(cfg: Config, tmp_path: Path, topic: str) -> Config:
@@ -86,7 +87,7 @@ def percentiles(samples: Sequence[float]) -> dict[str, float]:
 
 def topic_event_ids(cfg: Config, topic: str) -> Counter[str]:
     """How often each event id is on ``topic`` (every message up to the current end offsets)."""
-    consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": f"audit-{uuid.uuid4().hex}"})
+    consumer = Consumer(client_config(cfg.kafka, **{"group.id": f"audit-{uuid.uuid4().hex}"}))
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}

@@ -46,6 +46,7 @@ from collector.ingest import Ingestor
 from deploy.local.services import StackConfig
 from footfall.config import Config
 from footfall.models import ApiKey
+from footfall_capture.kafka import client_config
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool, _read_frames
 from historical.rollups import REPO, run_rollup
@@ -254,7 +255,7 @@ def found(patterns_: list[re.Pattern[bytes]], data: bytes | str) -> list[str]:
 
 
 def scan_topic(cfg: Config, topic: str, pats: list[re.Pattern[bytes]]) -> tuple[int, list[str]]:
-    consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": f"scan-{uuid.uuid4().hex}"})
+    consumer = Consumer(client_config(cfg.kafka, **{"group.id": f"scan-{uuid.uuid4().hex}"}))
     parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in parts}
     consumer.assign([TopicPartition(topic, p, low) for p, (low, high) in ends.items() if high > low])

@@ -205,3 +205,26 @@ def test_settings_module_turns_config_errors_into_improperly_configured(tmp_path
     )
     assert proc.returncode != 0
     assert "ImproperlyConfigured: Footfall configuration error: REDIS_URL: expected a URL with scheme" in proc.stderr
+
+
+def test_topic_settings_default_to_one_node_and_production_values_follow_the_factor() -> None:
+    """One replica locally; a replication factor of 3 asks for 2 in-sync replicas unless told otherwise."""
+    cfg = load_config(LOCAL, BASE)
+    assert (cfg.events_partitions, cfg.replication_factor, cfg.min_insync_replicas) == (6, 1, 1)
+    assert cfg.events_retention_ms == 7 * 86_400_000
+    three = load_config({**LOCAL, "FOOTFALL_REPLICATION_FACTOR": "3"}, BASE)
+    assert three.min_insync_replicas == 2
+    with pytest.raises(ConfigError, match=r"^FOOTFALL_MIN_INSYNC_REPLICAS:"):
+        load_config({**LOCAL, "FOOTFALL_REPLICATION_FACTOR": "3", "FOOTFALL_MIN_INSYNC_REPLICAS": "4"}, BASE)
+
+
+def test_events_retention_must_cover_the_realtime_window() -> None:
+    """A retention shorter than the realtime window plus an hour is refused, naming both settings; -1 is for ever."""
+    with pytest.raises(ConfigError, match=r"^FOOTFALL_EVENTS_RETENTION_MS:.*FOOTFALL_REALTIME_RETENTION_HOURS=48"):
+        load_config({**LOCAL, "FOOTFALL_EVENTS_RETENTION_MS": str(48 * 3_600_000)}, BASE)
+    assert load_config({**LOCAL, "FOOTFALL_EVENTS_RETENTION_MS": "-1"}, BASE).events_retention_ms == -1
+    enough = 49 * 3_600_000
+    assert load_config({**LOCAL, "FOOTFALL_EVENTS_RETENTION_MS": str(enough)}, BASE).events_retention_ms == enough
+    # A longer realtime window raises the default with it.
+    long_window = load_config({**LOCAL, "FOOTFALL_REALTIME_RETENTION_HOURS": str(24 * 10)}, BASE)
+    assert long_window.events_retention_ms == (24 * 10 + 1) * 3_600_000

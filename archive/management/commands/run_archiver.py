@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from arroyo.errors import ConsumerError
 from confluent_kafka import KafkaException
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from archive.archiver import GROUP, build_archiver
 from footfall.config import footfall_config
 from footfall.supervise import Processor, add_consumer_arguments, consumer_options, run_until_stopped
+from footfall_capture.kafka_security import KafkaAuthenticationFailed
 
 
 class Command(BaseCommand):
@@ -29,5 +30,10 @@ class Command(BaseCommand):
 
         # A full or unreachable archive, or Kafka failing under the consumer (e.g. a broker that
         # goes away while partitions are assigned): retry, the log keeps the data.
-        run_until_stopped(build, name="archiver", retry_on=(OSError, KafkaException, ConsumerError), max_backoff_s=60.0)
+        try:
+            run_until_stopped(
+                build, name="archiver", retry_on=(OSError, KafkaException, ConsumerError), max_backoff_s=60.0
+            )
+        except KafkaAuthenticationFailed as exc:  # retrying cannot fix credentials: exit, saying which setting
+            raise CommandError(str(exc)) from exc
         self.stdout.write(f"archiver stopped: {factory.stats if factory is not None else {}}")

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from archive.archiver import GROUP as ARCHIVER_GROUP
 from footfall.config import footfall_config
+from footfall_capture.kafka import client_config
 from historical.archive_lock import ArchiveLockBusy, archive_lock, sigterm_exits
 from historical.rollups import RollupFailed, legacy_change_days, run_rollup, site_zones
 
@@ -132,7 +133,7 @@ class Command(BaseCommand):
         the wait began (so a rollup right after a backfill sees it all, while live traffic
         keeps flowing), or fail after ``seconds``."""
         cfg = footfall_config()
-        consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": ARCHIVER_GROUP})
+        consumer = Consumer(client_config(cfg.kafka, **{"group.id": ARCHIVER_GROUP}))
         try:
             topic = cfg.events_topic
             partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions

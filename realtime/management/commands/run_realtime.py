@@ -10,10 +10,11 @@ from __future__ import annotations
 import redis
 from arroyo.errors import ConsumerError
 from confluent_kafka import KafkaException
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from footfall.config import footfall_config
 from footfall.supervise import Processor, add_consumer_arguments, consumer_options, run_until_stopped
+from footfall_capture.kafka_security import KafkaAuthenticationFailed
 from realtime.consumer import RECENT_IDS, build_processor
 from realtime.runtime import GROUP, get_store
 
@@ -37,4 +38,7 @@ class Command(BaseCommand):
             return build_processor(cfg, get_store(), recent_ids=int(opts["recent_ids"]), **consumer_options(opts))
 
         retry_on = (redis.RedisError, OSError, KafkaException, ConsumerError)
-        run_until_stopped(build, name="realtime worker", retry_on=retry_on, max_backoff_s=30.0)
+        try:
+            run_until_stopped(build, name="realtime worker", retry_on=retry_on, max_backoff_s=30.0)
+        except KafkaAuthenticationFailed as exc:  # retrying cannot fix credentials: exit, saying which setting
+            raise CommandError(str(exc)) from exc

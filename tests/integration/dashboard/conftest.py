@@ -34,6 +34,7 @@ from dashboard.tables import VALUE_TITLES
 from footfall.config import Config
 from footfall.models import ApiKey, Site
 from footfall_capture.events import Event
+from footfall_capture.kafka import client_config
 from historical.store import connect
 from tests.integration.chromium import chromium
 from tests.integration.dashboard import traffic as gen
@@ -69,7 +70,7 @@ def traffic(cfg: Config) -> Iterator[Traffic]:
     run = uuid.uuid4().hex[:8]
     site, xss_site = f"dash-{run}", f"xss-{run}"
     events, days = gen.history_and_live(site, TZ, now)
-    admin = AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
+    admin = AdminClient(client_config(cfg.kafka))
     topic = f"dash-{run}"
     admin.create_topics([NewTopic(topic, num_partitions=6, replication_factor=1)])[topic].result(timeout=30)
     client, db = connect(cfg.mongo_url, cfg.mongo_db)

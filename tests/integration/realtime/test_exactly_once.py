@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event
+from footfall_capture.kafka import client_config
 from query.realtime import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
@@ -32,7 +33,7 @@ def traffic(site: str, n: int = N) -> tuple[list[Event], list[Event]]:
 
 
 def end_offsets(cfg: Config, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": "offsets-probe"})
+    consumer = Consumer(client_config(cfg.kafka, **{"group.id": "offsets-probe"}))
     parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
     consumer.close()
