@@ -22,6 +22,7 @@ import yaml
 from collector.views import MAX_BATCH_BYTES
 from deploy.local.services import KAFKA_VERSION, Nginx, StackConfig
 from footfall.config import REQUIRED_HINTS
+from footfall_capture import kafka_security
 from footfall_capture.settings import NAMES as CAPTURE_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,13 +41,9 @@ VENV_BIN = Path(sys.executable).parent
 PENDING_SETTINGS = frozenset(
     {
         "ARCHIVE_S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION",
-        "KAFKA_SECURITY_PROTOCOL", "KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD",
-        "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CA_LOCATION", "KAFKA_SSL_CERTIFICATE_LOCATION",
-        "KAFKA_SSL_KEY_LOCATION", "FOOTFALL_REPLICATION_FACTOR", "FOOTFALL_EVENTS_PARTITIONS",
-        "FOOTFALL_EVENTS_RETENTION_MS",
     }
 )  # fmt: skip
-PENDING_COMMANDS = frozenset({"kafka_topics"})
+PENDING_COMMANDS: frozenset[str] = frozenset()
 # Variables read by the tools Footfall runs on, not by Footfall itself.
 TOOL_SETTINGS = {
     "DJANGO_SETTINGS_MODULE": "Django: which settings module to load",
@@ -71,7 +68,7 @@ SERVER_PACKAGES = ("footfall", "collector", "realtime", "historical", "archive",
 def app_settings() -> set[str]:
     """Every environment variable Footfall's code reads: config.py's, the capture library's and
     any other direct read in the server's packages."""
-    names = set(REQUIRED_HINTS) | set(CAPTURE_NAMES)
+    names = set(REQUIRED_HINTS) | set(CAPTURE_NAMES) | {f"KAFKA_{name}" for name in kafka_security.SETTINGS}
     sources = [REPO / "host" / "footfall_capture" / "settings.py"]
     sources += [path for package in SERVER_PACKAGES for path in (REPO / package).rglob("*.py")]
     for path in sources:
