@@ -10,7 +10,7 @@ its reason, whichever path it came from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import msgspec
 
@@ -47,9 +47,8 @@ class MemorySink:
         self.invalid.append((data, error.reason))
 
 
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    """What became of an accepted draft."""
+class Accepted(NamedTuple):
+    """What became of an accepted draft (a named tuple: one is made for every event)."""
 
     status: str  # "queued" | "spooled" | "ignored"
     event_id: str

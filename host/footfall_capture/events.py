@@ -138,23 +138,36 @@ class Event(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fiel
     def __post_init__(self) -> None:
         if self.schema not in SUPPORTED_SCHEMAS:
             raise ValueError(f"unsupported schema version {self.schema}")
-        _shaped(EVENT_ID, self.event_id, "event_id")
-        _shaped(SITE_ID, self.site_id, "site_id")
-        _shaped(EVENT_TYPE, self.type, "type")
-        if self.visitor_id is not None:
-            _shaped(VISITOR_ID, self.visitor_id, "visitor_id")
-        if self.country is not None:
-            _shaped(COUNTRY, self.country, "country")
-        if self.method is not None:
-            _shaped(METHOD, self.method, "method")
+        if (
+            EVENT_ID.fullmatch(self.event_id) is None
+            or SITE_ID.fullmatch(self.site_id) is None
+            or EVENT_TYPE.fullmatch(self.type) is None
+            or (self.visitor_id is not None and VISITOR_ID.fullmatch(self.visitor_id) is None)
+            or (self.country is not None and COUNTRY.fullmatch(self.country) is None)
+            or (self.method is not None and METHOD.fullmatch(self.method) is None)
+        ):
+            raise ValueError(_shape_error(self))
         if self.type == "pageview" and not self.url:
             raise ValueError("a pageview needs a url")
 
 
-def _shaped(pattern: re.Pattern[str], value: str, field: str) -> None:
-    """Raise a ValueError naming ``field`` (as msgspec names fields) unless ``value`` has its shape."""
-    if pattern.fullmatch(value) is None:
-        raise ValueError(f"Expected `str` matching regex {pattern.pattern!r} - at `$.{field}`")
+_SHAPES: Final = (
+    ("event_id", EVENT_ID),
+    ("site_id", SITE_ID),
+    ("type", EVENT_TYPE),
+    ("visitor_id", VISITOR_ID),
+    ("country", COUNTRY),
+    ("method", METHOD),
+)
+
+
+def _shape_error(event: Event) -> str:
+    """What is wrong with the first misshapen field of ``event``, named as msgspec names fields."""
+    for field, pattern in _SHAPES:
+        value = getattr(event, field)
+        if value is not None and pattern.fullmatch(value) is None:
+            return f"Expected `str` matching regex {pattern.pattern!r} - at `$.{field}`"
+    raise AssertionError("no misshapen field")
 
 
 _encoder = msgspec.json.Encoder()
