@@ -143,7 +143,7 @@ def compact_archive(min_files: int = 8) -> dict[str, int]:
         if not held:
             log.info("a rollup is running; compaction waits for the next run")
             return {"skipped": 1}
-        archive = Archive(cfg.archive_url)
+        archive = Archive.from_config(cfg)
         cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=COMPACT_AFTER_S)
         merged = partitions = 0
         for path in archive.partitions():
