@@ -1,0 +1,28 @@
+"""Fixtures for the archive on the S3 server the stack starts (``stack start minio``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from collections.abc import Iterator
+
+import pyarrow.fs as pafs
+import pytest
+
+from archive.store import Archive
+from footfall.config import Config
+
+
+@pytest.fixture
+def s3_cfg(cfg: Config) -> Iterator[Config]:
+    """The configuration with a private archive prefix in the stack's bucket, removed afterwards."""
+    bucket = os.environ.get("FOOTFALL_S3_BUCKET")
+    if not bucket or not cfg.archive_s3.endpoint:
+        pytest.fail("no S3 server: start the stack with deploy/local/test.sh (it starts minio)", pytrace=False)
+    s3 = dataclasses.replace(cfg, archive_url=f"s3://{bucket}/test-{uuid.uuid4().hex[:10]}")
+    archive = Archive.from_config(s3)
+    # Reachable, with these keys, before the test starts anything.
+    archive.fs.get_file_info(pafs.FileSelector(archive.root_path, allow_not_found=True))
+    yield s3
+    archive.fs.delete_dir_contents(archive.root_path.rsplit("/", 1)[0], missing_dir_ok=True)
