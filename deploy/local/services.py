@@ -611,6 +611,7 @@ class Minio(Service):
             raise StackError(f"minio: `go install {MINIO_MODULE}@{MINIO_VERSION}` failed (a Go >= 1.21 is needed)")
         # Moved into place whole, so an interrupted build is never taken for a finished one.
         (built / "minio").rename(self.binary)
+        built.rmdir()
 
     def ports(self) -> list[int]:
         return [self.cfg.minio_port]

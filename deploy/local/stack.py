@@ -69,7 +69,7 @@ def cmd_stop(cfg: StackConfig, names: list[str]) -> None:
 
 
 def cmd_status(cfg: StackConfig, _names: list[str]) -> None:
-    for service in _services([], cfg):
+    for service in _services(ORDER + OPTIONAL, cfg):
         if service.program is None:
             continue
         pid = service.pid()
