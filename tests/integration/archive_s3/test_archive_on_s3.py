@@ -2,7 +2,7 @@
 
 * the real archiver (``manage.py run_archiver``) SIGKILLed while it writes a batch, again
   and again, then run to the end: every object reads whole, archive ids = the topic's ids;
-* compaction on S3 (no rename: write the merged object, then delete the sources) keeps
+* the hourly compaction on S3 (no rename: write the merged object, then delete the sources) keeps
   every event once;
 * the rollup on the stack's Spark cluster reading ``s3://`` gives the same documents as
   ``local[2]`` reading a local archive of the same events.
@@ -32,6 +32,7 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.models import Site
 from footfall_capture.events import Event, encode
+from historical import tasks
 from historical.rollups import REPO, run_rollup
 from historical.store import documents
 from realtime.health import consumer_lag
@@ -106,7 +107,9 @@ def test_archiver_killed_mid_write_on_s3_leaves_no_partial_object_and_loses_noth
     assert sorted(_dedupe(pa.concat_tables(tables)).column("event_id").to_pylist()) == sorted(on_topic)
 
 
-def test_compaction_on_s3_keeps_every_event_once(s3_cfg: Config) -> None:
+def test_hourly_compaction_on_s3_keeps_every_event_once(s3_cfg: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Celery task's own path (listing partitions, merging, deleting) on an S3 archive."""
+    monkeypatch.setattr(tasks, "footfall_config", lambda: s3_cfg)
     archive = Archive.from_config(s3_cfg)
     gen = DemoTraffic(site_id="s3c", seed=7)
     ts = 1_780_000_000_000
@@ -116,10 +119,11 @@ def test_compaction_on_s3_keeps_every_event_once(s3_cfg: Config) -> None:
     archive.write(rows[:6])  # an uncommitted batch archived again after a crash
     (partition,) = archive.partitions()
 
-    assert archive.compact(partition, min_files=8) == 11
+    assert len(archive.files(partition)) == 11
+    assert tasks.compact_archive(min_files=8)["files_merged"] == 11
     assert len(archive.files(partition)) == 1
     assert sorted(read_event_ids(archive)) == sorted({r.row["event_id"] for r in rows})
-    assert archive.compact(partition, min_files=8) == 0
+    assert archive.compact(partition, min_files=8) == 0  # one file: nothing to do
 
 
 @pytest.fixture
