@@ -99,6 +99,7 @@ def run_rollup(
 def _run_job(
     cfg: Config, command: list[str], env: dict[str, str], zones: dict[str, str], on_day: Callable[[str, str], None]
 ) -> RollupResult:
+    """Run the job's ``command``, passing on each day it loaded; raise :class:`RollupFailed` if it fails."""
     result = RollupResult()
     proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
