@@ -6,7 +6,8 @@ import contextlib
 import dataclasses
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
@@ -28,3 +29,21 @@ def s3_cfg(cfg: Config) -> Iterator[Config]:
     yield s3
     with contextlib.suppress(FileNotFoundError):
         archive.fs.delete_dir(archive.root_path.rsplit("/", 1)[0])
+
+
+@pytest.fixture
+def uploads_in_flight() -> Callable[[], set[str]]:
+    """The S3 server's unfinished multipart uploads, from MinIO's own data directory (an
+    upload in flight, or one a killed writer left behind, which no listing shows)."""
+    multipart = Path(os.environ.get("FOOTFALL_STATE_DIR", "")) / "minio" / ".minio.sys" / "multipart"
+    if not multipart.is_dir():
+        pytest.fail(f"no MinIO data directory at {multipart.parent.parent}", pytrace=False)
+
+    def uploads() -> set[str]:
+        try:
+            # multipart/<hash of bucket and object name>/<upload id>
+            return {f"{obj.name}/{upload.name}" for obj in os.scandir(multipart) for upload in os.scandir(obj)}
+        except FileNotFoundError:  # an upload finished while it was listed
+            return uploads()
+
+    return uploads
