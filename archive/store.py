@@ -120,9 +120,10 @@ class Archive:
         return relative
 
     # --- listing and housekeeping ----------------------------------------------------
-    def _listing(self) -> list[pafs.FileInfo]:
-        """Every file under ``events/`` (one recursive listing; an object store lists only complete objects)."""
-        selector = pafs.FileSelector(self.root_path, recursive=True, allow_not_found=True)
+    def _listing(self, under: str = "") -> list[pafs.FileInfo]:
+        """Every file under ``events/`` or a folder of it (one recursive listing; an object
+        store lists only complete objects)."""
+        selector = pafs.FileSelector(f"{self.root_path}/{under}".rstrip("/"), recursive=True, allow_not_found=True)
         return [info for info in self.fs.get_file_info(selector) if info.type == pafs.FileType.File]
 
     def _relative(self, info: pafs.FileInfo) -> PurePosixPath:
@@ -131,11 +132,9 @@ class Archive:
     def files(self, partition: PurePosixPath | str | None = None) -> list[PurePosixPath]:
         """The archive's data files (``part-*.parquet``, relative to ``events/``), of one partition or all."""
         found = []
-        for info in self._listing():
+        for info in self._listing("" if partition is None else str(PurePosixPath(partition))):
             path = self._relative(info)
-            if len(path.parts) != PARTITION_DEPTH + 1 or not _is_data(path.name):
-                continue
-            if partition is None or path.parent == PurePosixPath(partition):
+            if len(path.parts) == PARTITION_DEPTH + 1 and _is_data(path.name):
                 found.append(path)
         return sorted(found)
 
