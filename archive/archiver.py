@@ -99,7 +99,7 @@ def build_archiver(
     Its ``run()`` also returns, without a signal, when ``watch`` (default: a
     :class:`~footfall.kafka_client.GroupWatch` with its default limit) finds the consumer
     stuck outside its group: the caller then builds a new processor."""
-    archive = Archive(cfg.archive_url)
+    archive = Archive.from_config(cfg)
     archive.sweep_temporary()
     watch = watch or GroupWatch()
     consumer = group_consumer(cfg, group, session_timeout_ms, watch)

@@ -1,15 +1,18 @@
 """The raw event archive (the master dataset): immutable Parquet files under ``ARCHIVE_URL``.
 
-Layout and columns: :mod:`archive.schema`. This module writes and compacts files.
+Layout and columns: :mod:`archive.schema`. This module writes, lists and compacts files,
+on a local directory or an S3-compatible object store, through one interface (``pyarrow.fs``).
 
-Atomicity: a file is written under a hidden temporary name (Spark and every reader skip
-names starting with ``.`` or ``_``), flushed and fsync'd, then renamed into place and the
-directory fsync'd, so a reader sees a whole file or none, and a crash (kill -9) at any
+Atomicity: a file appears whole or not at all. Locally it is written under a hidden
+temporary name (Spark and every reader skip names starting with ``.`` or ``_``), flushed
+and fsync'd, then renamed into place and the directory fsync'd, so a crash (kill -9) at any
 moment leaves at most a hidden temporary file, which :func:`sweep_temporary` removes. A
-failed fsync raises (:func:`~footfall_capture.durable.fsync_directory`), so the archiver does not
-commit the offsets of a batch whose file might not survive a crash. On
-object stores (``s3a://``, ``gs://``) a file becomes visible only when its upload completes,
-which gives the same guarantee.
+failed fsync raises (:func:`~footfall_capture.durable.fsync_directory`), so the archiver does
+not commit the offsets of a batch whose file might not survive a crash. Object stores have
+no rename: a file is serialized in memory first, then uploaded as one object (one PUT, or a
+multipart upload completed only when the stream closes), so a crash mid-upload leaves no
+object, only an incomplete upload the bucket's lifecycle rule aborts. Other remote schemes
+(``hdfs://``, ``gs://``) go through pyarrow's own filesystems.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 import pyarrow as pa
@@ -29,10 +32,12 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from archive.schema import ARROW_SCHEMA, EVENTS_DIR
+from footfall.config import S3_ARCHIVE_SCHEMES, ArchiveS3, Config
 from footfall_capture.durable import fsync_directory
 
 TEMP_PREFIX = ".tmp-"
 STALE_TEMP_S = 3600
+PARTITION_DEPTH = 3  # site_id=…/date=…/hour=…
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,21 +46,40 @@ class ArchiveRow:
     row: dict[str, object]
 
 
-class Archive:
-    """Writes batches of rows as new files; one file per Hive partition per batch."""
+def s3_filesystem(s3: ArchiveS3) -> pafs.S3FileSystem:
+    """pyarrow's S3 filesystem for these settings (path-style requests to a custom endpoint)."""
+    options: dict[str, object] = {"region": s3.region}
+    if s3.access_key_id and s3.secret_access_key:
+        options |= {"access_key": s3.access_key_id, "secret_key": s3.secret_access_key}
+    if s3.endpoint:
+        parts = urlsplit(s3.endpoint)
+        options |= {"endpoint_override": parts.netloc, "scheme": parts.scheme}
+    return pafs.S3FileSystem(**options)
 
-    def __init__(self, url: str) -> None:
+
+class Archive:
+    """Writes batches of rows as new files (one per Hive partition per batch), lists and compacts them."""
+
+    def __init__(self, url: str, s3: ArchiveS3 | None = None) -> None:
         self.url = url.rstrip("/")
         parts = urlsplit(self.url)
         self.local = parts.scheme in ("", "file")
+        self.fs: pafs.FileSystem
         if self.local:
             self.root = Path(parts.path) / EVENTS_DIR
-            self.fs = None
+            self.fs = pafs.LocalFileSystem()
+            base = parts.path
+        elif parts.scheme in S3_ARCHIVE_SCHEMES:
+            self.fs = s3_filesystem(s3 or ArchiveS3(None, None, None))
+            base = f"{parts.netloc}{parts.path}"
         else:
-            # Hadoop's s3a:// is plain s3:// to Arrow.
-            scheme = "s3" if parts.scheme == "s3a" else parts.scheme
-            self.fs, base = pafs.FileSystem.from_uri(f"{scheme}://{parts.netloc}{parts.path}")
-            self.root_path = f"{base.rstrip('/')}/{EVENTS_DIR}"
+            self.fs, base = pafs.FileSystem.from_uri(self.url)
+        self.root_path = f"{base.rstrip('/')}/{EVENTS_DIR}"
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> Archive:
+        """The archive at ``ARCHIVE_URL``, with the object store's endpoint and keys."""
+        return cls(cfg.archive_url, cfg.archive_s3)
 
     @property
     def events_url(self) -> str:
@@ -77,9 +101,12 @@ class Archive:
     def _write_table(self, partition: str, name: str, table: pa.Table) -> str:
         relative = f"{partition}/{name}"
         if not self.local:
-            assert self.fs is not None
-            self.fs.create_dir(f"{self.root_path}/{partition}", recursive=True)
-            pq.write_table(table, f"{self.root_path}/{relative}", filesystem=self.fs, compression="zstd")
+            # Whole file in memory first: a failure while encoding uploads nothing, and the
+            # object exists only once its upload completes.
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="zstd")
+            with self.fs.open_output_stream(f"{self.root_path}/{relative}") as out:
+                out.write(sink.getvalue())
             return relative
         directory = self.root / partition
         directory.mkdir(parents=True, exist_ok=True)
@@ -92,13 +119,41 @@ class Archive:
         fsync_directory(directory)
         return relative
 
-    # --- housekeeping (local archives) ----------------------------------------------
-    def partitions(self) -> list[Path]:
-        """Every ``site_id=/date=/hour=`` directory of a local archive."""
-        return sorted(p for p in self.root.glob("site_id=*/date=*/hour=*") if p.is_dir()) if self.local else []
+    # --- listing and housekeeping ----------------------------------------------------
+    def _listing(self, under: str = "") -> list[pafs.FileInfo]:
+        """Every file under ``events/`` or a folder of it (one recursive listing; an object
+        store lists only complete objects)."""
+        selector = pafs.FileSelector(f"{self.root_path}/{under}".rstrip("/"), recursive=True, allow_not_found=True)
+        return [info for info in self.fs.get_file_info(selector) if info.type == pafs.FileType.File]
+
+    def _relative(self, info: pafs.FileInfo) -> PurePosixPath:
+        return PurePosixPath(info.path.removeprefix(self.root_path).lstrip("/"))
+
+    def files(self, partition: PurePosixPath | str | None = None) -> list[PurePosixPath]:
+        """The archive's data files (``part-*.parquet``, relative to ``events/``), of one partition or all."""
+        found = []
+        for info in self._listing("" if partition is None else str(PurePosixPath(partition))):
+            path = self._relative(info)
+            if len(path.parts) == PARTITION_DEPTH + 1 and _is_data(path.name):
+                found.append(path)
+        return sorted(found)
+
+    def partitions(self) -> list[PurePosixPath]:
+        """Every ``site_id=/date=/hour=`` partition holding data files, relative to ``events/``."""
+        return sorted({path.parent for path in self.files()})
+
+    def read(self, path: PurePosixPath | str, columns: Sequence[str] | None = None) -> pa.Table:
+        """One data file (relative to ``events/``) with the archive's schema."""
+        return pq.read_table(
+            f"{self.root_path}/{path}",
+            filesystem=self.fs,
+            schema=ARROW_SCHEMA,
+            columns=list(columns) if columns else None,
+        )
 
     def sweep_temporary(self, older_than_s: float = STALE_TEMP_S) -> int:
-        """Delete temporary files left by writers that died; return how many."""
+        """Delete temporary files left by writers that died; return how many. (An object store
+        has none: an upload cut short is no object.)"""
         if not self.local:
             return 0
         cutoff = time.time() - older_than_s
@@ -109,22 +164,27 @@ class Archive:
                 removed += 1
         return removed
 
-    def compact(self, partition: Path, min_files: int = 8) -> int:
+    def compact(self, partition: PurePosixPath | str, min_files: int = 8) -> int:
         """Merge a partition's small files into one, without duplicate event ids.
 
-        The merged file is renamed into place before the sources are deleted, so a reader
-        never misses a row (it may briefly see both, which the rollup's dedup absorbs).
+        The merged file is in place (renamed locally, a completed object on S3) before the
+        sources are deleted, so a reader never misses a row (it may briefly see both, which
+        the rollup's dedup absorbs, as would the next compaction after a crash in between).
         Returns the number of files merged (0 if there were fewer than ``min_files``)."""
-        sources = sorted(p for p in partition.glob("part-*.parquet"))
+        sources = self.files(partition)
         if len(sources) < min_files:
             return 0
-        table = pa.concat_tables(pq.read_table(p, schema=ARROW_SCHEMA) for p in sources)
-        table = _dedupe(table)
-        self._write_table(str(partition.relative_to(self.root)), f"part-{uuid.uuid4().hex}.parquet", table)
+        table = _dedupe(pa.concat_tables(self.read(path) for path in sources))
+        self._write_table(str(PurePosixPath(partition)), f"part-{uuid.uuid4().hex}.parquet", table)
         for path in sources:
-            path.unlink()
-        fsync_directory(partition)
+            self.fs.delete_file(f"{self.root_path}/{path}")
+        if self.local:
+            fsync_directory(self.root / partition)
         return len(sources)
+
+
+def _is_data(name: str) -> bool:
+    return name.startswith("part-") and name.endswith(".parquet")
 
 
 def _dedupe(table: pa.Table) -> pa.Table:
@@ -138,12 +198,11 @@ def _dedupe(table: pa.Table) -> pa.Table:
 
 
 def read_event_ids(archive: Archive, partitions: Sequence[str] | None = None) -> list[str]:
-    """All event ids in a local archive (duplicates included), e.g. for audits and tests."""
-    paths = archive.root.glob("site_id=*/date=*/hour=*/part-*.parquet")
-    wanted = set(partitions or [])
+    """All event ids in the archive (duplicates included), e.g. for audits and tests."""
+    wanted = {PurePosixPath(p) for p in partitions or []}
     ids: list[str] = []
-    for path in paths:
-        if wanted and str(path.parent.relative_to(archive.root)) not in wanted:
+    for path in archive.files():
+        if wanted and path.parent not in wanted:
             continue
-        ids.extend(pq.read_table(path, columns=["event_id"]).column("event_id").to_pylist())
+        ids.extend(archive.read(path, columns=["event_id"]).column("event_id").to_pylist())
     return ids

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -63,6 +63,7 @@ LOCAL_PORTS: Mapping[str, int] = {
     "redis": 16379,
     "mongo": 17017,
     "web": 8000,
+    "minio": 19000,  # the S3 server of `stack start minio` (ARCHIVE_S3_ENDPOINT is never defaulted)
 }
 
 ENVIRONMENTS = ("local", "test", "production")
@@ -90,6 +91,19 @@ SQLITE_ENGINE = "footfall.sqlite"
 _HOSTPORT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 _SPARK_LOCAL = re.compile(r"^local(\[(\*|\d+)(,\d+)?\])?$")
 _REMOTE_ARCHIVE_SCHEMES = ("s3a", "s3", "hdfs", "gs", "abfs", "abfss", "wasbs")
+S3_ARCHIVE_SCHEMES = ("s3", "s3a")
+_AWS_REGION = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # us-east-1; "auto" or a custom name elsewhere
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveS3:
+    """How to reach an ``s3://`` archive. Keys unset: the AWS SDKs' own chain (instance
+    role, ``~/.aws``); endpoint unset: Amazon S3 itself. The secret never appears in a repr."""
+
+    endpoint: str | None  # http(s)://host:port of an S3-compatible server
+    access_key_id: str | None
+    secret_access_key: str | None = field(repr=False)
+    region: str = "us-east-1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +130,10 @@ class Config:
     mongo_db: str
     spark_master: str
     archive_url: str
+    archive_s3: ArchiveS3
+    # Jars on the same path on the driver and every Spark node, e.g. hadoop-aws and the AWS
+    # SDK for an s3:// archive ("" when the cluster's Spark has them already).
+    spark_extra_classpath: str
     data_dir: Path
     static_root: Path
     spool_dir: Path
@@ -187,6 +205,8 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         mongo_db=_name(env, "MONGO_DB", "footfall"),
         spark_master=_spark_master(env),
         archive_url=_archive_url(env, data_dir),
+        archive_s3=_archive_s3(env),
+        spark_extra_classpath=_classpath(env, "FOOTFALL_SPARK_EXTRA_CLASSPATH"),
         data_dir=data_dir,
         static_root=_absolute_dir(env, "FOOTFALL_STATIC_ROOT", data_dir / "static"),
         spool_dir=Path(env.get("FOOTFALL_SPOOL_DIR") or data_dir / "spool").expanduser().resolve(),
@@ -403,3 +423,40 @@ def _archive_url(env: Mapping[str, str], data_dir: Path) -> str:
         + ", ".join(s + "://bucket/prefix" for s in _REMOTE_ARCHIVE_SCHEMES),
         raw,
     )
+
+
+def _archive_s3(env: Mapping[str, str]) -> ArchiveS3:
+    endpoint = env.get("ARCHIVE_S3_ENDPOINT") or None
+    if endpoint is not None:
+        parts = urlsplit(endpoint)
+        try:
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.path in ("", "/")
+            _ = parts.port
+        except ValueError:
+            valid = False
+        if not valid:
+            raise ConfigError(
+                "ARCHIVE_S3_ENDPOINT", "the URL of an S3-compatible server, e.g. http://127.0.0.1:9000", endpoint
+            )
+    key_id = env.get("AWS_ACCESS_KEY_ID") or None
+    secret = env.get("AWS_SECRET_ACCESS_KEY") or None
+    # Never echo a key: a config error ends up in logs.
+    if key_id and not secret:
+        raise ConfigError("AWS_SECRET_ACCESS_KEY", "set whenever AWS_ACCESS_KEY_ID is")
+    if secret and not key_id:
+        raise ConfigError("AWS_ACCESS_KEY_ID", "set whenever AWS_SECRET_ACCESS_KEY is")
+    for name, value in (("AWS_ACCESS_KEY_ID", key_id), ("AWS_SECRET_ACCESS_KEY", secret)):
+        if value is not None and (value != value.strip() or any(ord(c) < 33 for c in value)):
+            raise ConfigError(name, "a key without spaces or control characters")
+    region = env.get("AWS_REGION") or "us-east-1"
+    if not _AWS_REGION.match(region):
+        raise ConfigError("AWS_REGION", "a region name such as us-east-1 (lowercase letters, digits, -)", region)
+    return ArchiveS3(endpoint.rstrip("/") if endpoint else None, key_id, secret, region)
+
+
+def _classpath(env: Mapping[str, str], name: str) -> str:
+    raw = env.get(name, "").strip()
+    entries = [e for e in raw.split(":") if e]
+    if any(not e.startswith("/") for e in entries):
+        raise ConfigError(name, "absolute paths separated by ':' (a directory's jars as /dir/*)", raw)
+    return ":".join(entries)

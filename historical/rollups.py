@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from archive.spark_conf import archive_spark_conf, spark_properties_file
 from footfall.config import Config
 from footfall.models import Site
 from historical.signals import rollup_finished
@@ -50,10 +51,19 @@ def site_zones(site_ids: Sequence[str] | None = None) -> dict[str, str]:
     return zones
 
 
-def spark_submit_command(cfg: Config, master: str, first: dt.date, last: dt.date, zones: dict[str, str]) -> list[str]:
+def spark_submit_command(
+    cfg: Config,
+    master: str,
+    first: dt.date,
+    last: dt.date,
+    zones: dict[str, str],
+    properties_file: Path | None = None,
+) -> list[str]:
     submit = Path(sys.executable).parent / "spark-submit"
+    # Settings holding secrets (the archive's keys) come in a 0600 file, never as arguments.
+    properties = ["--properties-file", str(properties_file)] if properties_file else []
     return [
-        str(submit), "--master", master,
+        str(submit), "--master", master, *properties,
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.session.timeZone=UTC",
         "--conf", f"spark.pyspark.python={sys.executable}",
@@ -88,9 +98,18 @@ def run_rollup(
     result = RollupResult()
     if not zones:
         return result
+    with spark_properties_file(archive_spark_conf(cfg)) as properties:
+        return _run_job(cfg, spark_submit_command(cfg, master or cfg.spark_master, first, last, zones, properties),
+                        spark_submit_env(cfg), zones, on_day)  # fmt: skip
+
+
+def _run_job(
+    cfg: Config, command: list[str], env: dict[str, str], zones: dict[str, str], on_day: Callable[[str, str], None]
+) -> RollupResult:
+    """Run the job's ``command``, passing on each day it loaded; raise :class:`RollupFailed` if it fails."""
+    result = RollupResult()
     proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
-        spark_submit_command(cfg, master or cfg.spark_master, first, last, zones),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=spark_submit_env(cfg), cwd=REPO,
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
         start_new_session=True,  # a group of its own: _stop ends the JVM and its Python processes together
     )  # fmt: skip
     assert proc.stdout is not None

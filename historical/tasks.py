@@ -140,7 +140,7 @@ def compact_archive(min_files: int = 8) -> dict[str, int]:
     cfg = footfall_config()
     try:
         with archive_lock(cfg.redis_url, "celery compact_archive", say=log.info):
-            return compact_ended_hours(Archive(cfg.archive_url), dt.datetime.now(dt.UTC), min_files=min_files)
+            return compact_ended_hours(Archive.from_config(cfg), dt.datetime.now(dt.UTC), min_files=min_files)
     except ArchiveLockBusy as busy:
         log.info("%s; compaction waits for the next run", busy)
         return {"skipped": 1}

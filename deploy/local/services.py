@@ -14,6 +14,10 @@ processes themselves are declared in ``deploy/local/supervisord.conf`` and run b
   Central and run on the machine's JDK. Production runs MongoDB; Footfall talks to either
   only through pymongo.
 * Spark: the pyspark wheel in local mode; "starting" it means proving a tiny job runs.
+* MinIO: an S3-compatible object store for the archive on object storage, built with
+  ``go install`` from the Go module proxy (a cold build takes ~2.5 min on 2 CPUs, then
+  cached), plus Hadoop's S3A connector jars from Maven Central so Spark reads ``s3a://``.
+  Not part of the default stack: ``stack start minio``.
 * Chromium: Debian's package, for browser tests; "starting" it means it runs.
 * nginx: Debian's package unpacked into the cache (never run as a server), so the
   deployment test checks ``deploy/proxy/`` with ``nginx -t``.
@@ -42,6 +46,10 @@ from footfall_capture.kafka import client_config
 
 KAFKA_VERSION = "4.3.1"
 MONGO_JAVA_SERVER_VERSION = "1.46.0"
+# MinIO publishes RELEASE.* tags, not semantic versions, so the Go module proxy knows its
+# commits by pseudo-version; this one is the server's commit of 2026-02-12.
+MINIO_MODULE = "github.com/minio/minio"
+MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
@@ -69,6 +77,7 @@ class StackConfig:
     redis_port: int
     mongo_port: int
     web_port: int
+    minio_port: int
     start_timeout: float
 
     @classmethod
@@ -82,9 +91,10 @@ class StackConfig:
             redis_port=_int_env(env, "FOOTFALL_REDIS_PORT", LOCAL_PORTS["redis"], 1024),
             mongo_port=_int_env(env, "FOOTFALL_MONGO_PORT", LOCAL_PORTS["mongo"], 1024, 65534),
             web_port=_int_env(env, "FOOTFALL_WEB_PORT", LOCAL_PORTS["web"], 1024),
+            minio_port=_int_env(env, "FOOTFALL_MINIO_PORT", LOCAL_PORTS["minio"], 1024),
             start_timeout=float(_int_env(env, "FOOTFALL_START_TIMEOUT", 180, 5, 3600)),
         )
-        ports = [cfg.kafka_port, cfg.kafka_port + 1, cfg.redis_port, cfg.mongo_port, cfg.web_port]
+        ports = [cfg.kafka_port, cfg.kafka_port + 1, cfg.redis_port, cfg.mongo_port, cfg.web_port, cfg.minio_port]
         if len(set(ports)) != len(ports):
             raise StackError(f"FOOTFALL_*_PORT: ports overlap ({ports}); Kafka also uses port + 1")
         return cfg
@@ -106,6 +116,13 @@ class StackConfig:
             "FOOTFALL_WEB_PORT": str(self.web_port),
             # Where `stack start spark-cluster` runs its master (for cluster tests and jobs).
             "FOOTFALL_SPARK_CLUSTER": f"spark://127.0.0.1:{SparkCluster(self).port}",
+            # The S3 server of `stack start minio` and its bucket. The archive stays local
+            # unless ARCHIVE_URL says otherwise (e.g. s3://footfall/archive).
+            "FOOTFALL_S3_BUCKET": Minio.bucket,
+            "ARCHIVE_S3_ENDPOINT": f"http://127.0.0.1:{self.minio_port}",
+            "AWS_ACCESS_KEY_ID": Minio.access_key,
+            "AWS_SECRET_ACCESS_KEY": Minio.secret_key,
+            "FOOTFALL_SPARK_EXTRA_CLASSPATH": f"{Minio(self).hadoop_aws_libs}/*",
         }
 
     def supervisor_environment(self) -> dict[str, str]:
@@ -127,6 +144,8 @@ class StackConfig:
             "STACK_MONGO_CLASSPATH": Mongo(self).classpath,
             "STACK_SPARK_CLASS": spark.spark_class,
             "STACK_SPARK_UI_PORT": str(spark.port + 1),
+            "FOOTFALL_MINIO_PORT": str(self.minio_port),
+            "STACK_MINIO": str(Minio(self).binary),
         }
 
     def supervisor(self) -> Supervisor:
@@ -530,6 +549,104 @@ class SparkCluster(Service):
         return [*reversed(self.workers), "spark-master"]
 
 
+class Minio(Service):
+    """MinIO, an S3-compatible object store, serving one bucket for the archive.
+
+    Built from source with ``go install`` (Go from the machine, or Debian's ``golang-go``;
+    ``GOTOOLCHAIN=auto`` lets an older Go fetch the toolchain MinIO needs from the module
+    proxy), into the cache directory with its module and build caches. A cold build takes
+    ~2.5 min on 2 CPUs, within what CI allows, so no other server is needed. Its keys are
+    fixed development values, like the development SECRET_KEY: the server listens on
+    127.0.0.1 only. Installing it also resolves Hadoop's S3A connector for Spark.
+    """
+
+    name = program = "minio"
+    port_variable = "FOOTFALL_MINIO_PORT"
+    bucket = "footfall"
+    access_key = "footfall-local"
+    secret_key = "footfall-local-development-secret"  # noqa: S105 - a local development value
+
+    @property
+    def binary(self) -> Path:
+        return self.cfg.cache_dir / f"minio-{MINIO_VERSION}" / "minio"
+
+    @property
+    def hadoop_aws_libs(self) -> Path:
+        return self.cfg.cache_dir / f"hadoop-aws-{pyspark_hadoop_version()}" / "libs"
+
+    def install(self) -> None:
+        if not self.binary.exists():
+            self._build()
+        Spark(self.cfg).install()
+        _maven_libs(
+            self.cfg, "Hadoop's S3A connector (hadoop-aws)", HERE / "hadoop_aws" / "pom.xml",
+            "hadoop.version", pyspark_hadoop_version(), self.hadoop_aws_libs,
+        )  # fmt: skip
+
+    def _build(self) -> None:
+        go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+        go = go or _need("go", "golang-go")
+        gocache = self.cfg.cache_dir / "go"
+        built = self.binary.parent / "build"
+        env = {
+            **os.environ,
+            "GOBIN": str(built),
+            "GOMODCACHE": str(gocache / "mod"),
+            "GOCACHE": str(gocache / "build"),
+            "GOFLAGS": "-modcacherw",  # so the caches can be removed below
+            "GOTOOLCHAIN": "auto",
+            "CGO_ENABLED": "0",
+        }
+        print(f"building MinIO {MINIO_VERSION} with go install (once, ~2.5 min; cached in {self.binary.parent})",
+              flush=True)  # fmt: skip
+        out = subprocess.run([go, "install", f"{MINIO_MODULE}@{MINIO_VERSION}"], env=env, check=False)
+        if out.returncode != 0:
+            raise StackError(f"minio: `go install {MINIO_MODULE}@{MINIO_VERSION}` failed (a Go >= 1.21 is needed)")
+        # Moved into place whole, so an interrupted build is never taken for a finished one.
+        (built / "minio").rename(self.binary)
+        built.rmdir()
+        # Go's module and build caches serve only a rebuild: ~2 GB freed.
+        shutil.rmtree(gocache, ignore_errors=True)
+
+    def ports(self) -> list[int]:
+        return [self.cfg.minio_port]
+
+    def prepare(self) -> None:
+        (self.cfg.state_dir / "minio").mkdir(parents=True, exist_ok=True)
+
+    def healthy(self) -> bool:
+        import urllib.error
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.cfg.minio_port}/minio/health/live", timeout=2) as r:
+                return r.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def after_start(self) -> None:
+        """Create the bucket if missing."""
+        import pyarrow.fs as pafs
+
+        fs = pafs.S3FileSystem(
+            access_key=self.access_key, secret_key=self.secret_key, region="us-east-1",
+            endpoint_override=f"127.0.0.1:{self.cfg.minio_port}", scheme="http", allow_bucket_creation=True,
+        )  # fmt: skip
+        if fs.get_file_info(self.bucket).type == pafs.FileType.NotFound:
+            fs.create_dir(self.bucket)
+
+
+def pyspark_hadoop_version() -> str:
+    """The Hadoop version inside the installed pyspark (hadoop-aws must match it exactly)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise StackError("spark: pyspark is not installed; run deploy/local/bootstrap.sh")
+    jars = sorted((Path(spec.origin).parent / "jars").glob("hadoop-client-api-*.jar"))
+    if not jars:
+        raise StackError("spark: no hadoop-client-api jar in the pyspark install")
+    return jars[-1].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+
+
 class Chromium(Service):
     """Debian's headless Chromium for the browser tests (the tracker, the dashboard).
 
@@ -603,4 +720,5 @@ SERVICES: dict[str, type[Service]] = {
     "chromium": Chromium,
     "spark-cluster": SparkCluster,
     "nginx": Nginx,
+    "minio": Minio,
 }

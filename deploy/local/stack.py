@@ -30,7 +30,7 @@ from deploy.local.checks import StackError, wait_until
 from deploy.local.services import REPO, SERVICES, StackConfig
 
 ORDER = ["redis", "mongo", "kafka", "spark", "chromium"]
-OPTIONAL = ["spark-cluster", "nginx"]  # started only when named; always stopped by a plain `stop`
+OPTIONAL = ["spark-cluster", "minio", "nginx"]  # started only when named; always stopped by a plain `stop`
 # Footfall's own processes (supervisord.conf), started in this order after the services, stopped in reverse.
 APPS = ["web", "realtime-1", "realtime-2", "archiver", "celery", "celery-beat", "demo-traffic"]
 
@@ -69,7 +69,7 @@ def cmd_stop(cfg: StackConfig, names: list[str]) -> None:
 
 
 def cmd_status(cfg: StackConfig, _names: list[str]) -> None:
-    for service in _services([], cfg):
+    for service in _services(ORDER + OPTIONAL, cfg):
         if service.program is None:
             continue
         pid = service.pid()

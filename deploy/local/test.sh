@@ -14,6 +14,7 @@ export FOOTFALL_KAFKA_PORT=${FOOTFALL_TEST_KAFKA_PORT:-29092}
 export FOOTFALL_REDIS_PORT=${FOOTFALL_TEST_REDIS_PORT:-26379}
 export FOOTFALL_MONGO_PORT=${FOOTFALL_TEST_MONGO_PORT:-27117}
 export FOOTFALL_WEB_PORT=${FOOTFALL_TEST_WEB_PORT:-28000}
+export FOOTFALL_MINIO_PORT=${FOOTFALL_TEST_MINIO_PORT:-29000}
 
 cleanup() {
   status=$?
@@ -24,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 started=$(date +%s)
-"$py" -m deploy.local.stack start redis mongo kafka spark chromium spark-cluster nginx
+"$py" -m deploy.local.stack start redis mongo kafka spark chromium spark-cluster minio nginx
 eval "$("$py" -m deploy.local.stack env)"
 echo "services up in $(( $(date +%s) - started ))s"
 

@@ -32,9 +32,9 @@ def test_compaction_merges_files_and_keeps_the_first_received_copy(tmp_path: Pat
     (partition,) = archive.partitions()
 
     assert archive.compact(partition, min_files=8) == 11
-    assert len(list(partition.glob("part-*.parquet"))) == 1
+    assert len(list((archive.root / partition).glob("part-*.parquet"))) == 1
     assert sorted(read_event_ids(archive)) == sorted(e.event_id for e in events)
-    table = pq.read_table(next(partition.glob("part-*.parquet")))
+    table = pq.read_table(next((archive.root / partition).glob("part-*.parquet")))
     assert 99 not in table.column("kafka_offset").to_pylist()  # the earliest received copy is kept
     assert archive.compact(partition, min_files=8) == 0  # one file: nothing to do
 

@@ -19,7 +19,7 @@ from deploy.local.checks import StackError, ensure_port_free, wait_until
 from deploy.local.services import SERVICES, StackConfig
 from deploy.local.stack import APPS, OPTIONAL, ORDER
 from deploy.local.supervisor import CONF, Supervisor, _alive
-from footfall.config import load_config
+from footfall.config import LOCAL_PORTS, load_config
 
 # --- the config (deploy/local/supervisord.conf) ------------------------------------------------
 
@@ -62,6 +62,9 @@ def test_config_commands_use_the_stack_ports(monkeypatch: pytest.MonkeyPatch, tm
     assert command["kafka"][-1] == str(tmp_path / "kafka-29092" / "server.properties")
     assert [name for name, argv in command.items() if "beat" in argv] == ["celery-beat"]  # exactly one beat
     assert command["spark-worker-1"][2] == "spark://127.0.0.1:29122"  # FOOTFALL_SPARK_PORT: Kafka's + 30
+    assert command["minio"][command["minio"].index("--address") + 1] == f"127.0.0.1:{LOCAL_PORTS['minio']}"
+    # The S3 server's keys come from its environment, never its command line.
+    assert not [arg for arg in command["minio"] if "footfall-local" in arg]
 
 
 # --- the client, on a supervisord of its own ---------------------------------------------------
@@ -230,6 +233,7 @@ def test_taken_port_is_a_clear_error() -> None:
         ({"FOOTFALL_KAFKA_PORT": "kafka"}, "FOOTFALL_KAFKA_PORT: expected an integer"),
         ({"FOOTFALL_REDIS_PORT": "80"}, "FOOTFALL_REDIS_PORT: expected an integer between 1024 and 65535"),
         ({"FOOTFALL_MONGO_PORT": "19093"}, "ports overlap"),  # collides with Kafka's controller port
+        ({"FOOTFALL_MINIO_PORT": "16379"}, "ports overlap"),  # Redis's
     ],
 )
 def test_stack_config_rejects_bad_ports(env: dict[str, str], message: str) -> None:
@@ -242,6 +246,10 @@ def test_stack_environment_points_the_app_at_the_stack(tmp_path: Path) -> None:
     env = cfg.app_environment()
     assert env["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:29092"
     assert env["FOOTFALL_DATA_DIR"] == str(tmp_path / "data")
+    # The S3 server is reachable, the archive stays local unless a test or the operator says otherwise.
+    app = load_config({**env, "ARCHIVE_URL": f"s3://{env['FOOTFALL_S3_BUCKET']}/archive"}, tmp_path)
+    assert app.archive_s3.endpoint == f"http://127.0.0.1:{LOCAL_PORTS['minio']}"
+    assert "ARCHIVE_URL" not in env
 
 
 def test_stack_asks_for_development_mode_itself(tmp_path: Path) -> None:

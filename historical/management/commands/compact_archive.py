@@ -46,7 +46,7 @@ class Command(BaseCommand):
                 ),
             ):
                 done = compact_ended_hours(
-                    Archive(cfg.archive_url), dt.datetime.now(dt.UTC),
+                    Archive.from_config(cfg), dt.datetime.now(dt.UTC),
                     settled_after_s=float(opts["settled_after_hours"]) * 3600, min_files=int(opts["min_files"]),
                 )  # fmt: skip
                 self.stdout.write(

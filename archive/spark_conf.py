@@ -1,0 +1,70 @@
+"""Spark's settings to read the archive, and how they reach spark-submit without a command line.
+
+An ``s3://`` or ``s3a://`` archive is read through Hadoop's S3A connector (hadoop-aws and the
+AWS SDK bundle of the Hadoop version inside pyspark, found on ``FOOTFALL_SPARK_EXTRA_CLASSPATH``
+on the driver and every node); its endpoint and keys travel in a properties file readable only
+by its owner, so no key shows in ``ps`` output or a process listing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from footfall.config import S3_ARCHIVE_SCHEMES, Config
+
+S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+
+
+def archive_spark_conf(cfg: Config) -> dict[str, str]:
+    """The ``spark.*`` settings the rollup needs to read ``cfg``'s archive (empty for a local one).
+
+    Holds the secret key when one is configured: pass it with :func:`spark_properties_file`."""
+    conf: dict[str, str] = {}
+    if cfg.spark_extra_classpath and not cfg.archive_is_local:
+        conf["spark.driver.extraClassPath"] = cfg.spark_extra_classpath
+        conf["spark.executor.extraClassPath"] = cfg.spark_extra_classpath
+    if urlsplit(cfg.archive_url).scheme not in S3_ARCHIVE_SCHEMES:
+        return conf
+    s3 = cfg.archive_s3
+    # s3:// (pyarrow's name for the same bucket) is served by S3A too.
+    conf["spark.hadoop.fs.s3.impl"] = S3A
+    conf["spark.hadoop.fs.s3a.endpoint.region"] = s3.region
+    if s3.endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = s3.endpoint
+        # An S3-compatible server on a host name or address has no per-bucket DNS names.
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(s3.endpoint.startswith("https:")).lower()
+    if s3.access_key_id and s3.secret_access_key:
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+        conf["spark.hadoop.fs.s3a.access.key"] = s3.access_key_id
+        conf["spark.hadoop.fs.s3a.secret.key"] = s3.secret_access_key
+    return conf
+
+
+@contextmanager
+def spark_properties_file(conf: Mapping[str, str]) -> Iterator[Path | None]:
+    """A properties file holding ``conf`` for ``spark-submit --properties-file`` (None when
+    ``conf`` is empty), created 0600 and deleted when the block ends."""
+    if not conf:
+        yield None
+        return
+    fd, name = tempfile.mkstemp(prefix="footfall-spark-", suffix=".conf")  # mode 0600
+    path = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            for key, value in sorted(conf.items()):
+                out.write(f"{key}={_escape(value)}\n")
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _escape(value: str) -> str:
+    """A Java properties value: backslashes doubled, line breaks escaped, leading blanks kept."""
+    escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "\\" + escaped if escaped[:1] in (" ", "\t") else escaped

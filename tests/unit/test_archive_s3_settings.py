@@ -1,0 +1,80 @@
+"""The archive on object storage: its settings, and the Spark settings that carry its keys off the command line."""
+
+from __future__ import annotations
+
+import datetime as dt
+import stat
+from pathlib import Path
+
+import pytest
+
+from archive.spark_conf import archive_spark_conf, spark_properties_file
+from footfall.config import ConfigError, load_config
+from historical.rollups import spark_submit_command
+
+BASE = Path("/srv/footfall")
+S3 = {
+    "FOOTFALL_ENV": "local",
+    "ARCHIVE_URL": "s3://footfall-raw/archive/",
+    "ARCHIVE_S3_ENDPOINT": "http://127.0.0.1:9000",
+    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCY\\EXAMPLEKEY",
+    "FOOTFALL_SPARK_EXTRA_CLASSPATH": "/opt/hadoop-aws/*",
+}
+
+
+def test_s3_settings_are_read_and_the_secret_never_shown() -> None:
+    cfg = load_config(S3, BASE)
+    assert cfg.archive_url == "s3://footfall-raw/archive"
+    assert not cfg.archive_is_local
+    assert cfg.archive_s3.endpoint == "http://127.0.0.1:9000"
+    assert cfg.archive_s3.region == "us-east-1"
+    assert cfg.archive_s3.secret_access_key == S3["AWS_SECRET_ACCESS_KEY"]
+    assert S3["AWS_SECRET_ACCESS_KEY"] not in repr(cfg)
+
+
+@pytest.mark.parametrize(
+    ("changes", "variable"),
+    [
+        ({"ARCHIVE_S3_ENDPOINT": "127.0.0.1:9000"}, "ARCHIVE_S3_ENDPOINT"),
+        ({"ARCHIVE_S3_ENDPOINT": "ftp://s3.internal"}, "ARCHIVE_S3_ENDPOINT"),
+        ({"ARCHIVE_S3_ENDPOINT": "http://s3.internal:99999"}, "ARCHIVE_S3_ENDPOINT"),
+        ({"AWS_ACCESS_KEY_ID": ""}, "AWS_ACCESS_KEY_ID"),
+        ({"AWS_SECRET_ACCESS_KEY": ""}, "AWS_SECRET_ACCESS_KEY"),
+        ({"AWS_SECRET_ACCESS_KEY": "has a space"}, "AWS_SECRET_ACCESS_KEY"),
+        ({"AWS_REGION": "US East"}, "AWS_REGION"),
+        ({"FOOTFALL_SPARK_EXTRA_CLASSPATH": "jars/*"}, "FOOTFALL_SPARK_EXTRA_CLASSPATH"),
+    ],
+)
+def test_bad_s3_settings_name_the_variable_and_hide_keys(changes: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config({**S3, **changes}, BASE)
+    assert caught.value.variable == variable
+    assert S3["AWS_SECRET_ACCESS_KEY"] not in str(caught.value)
+    assert "has a space" not in str(caught.value)
+
+
+def test_a_local_archive_needs_no_spark_settings() -> None:
+    cfg = load_config({**S3, "ARCHIVE_URL": "/data/archive"}, BASE)
+    assert archive_spark_conf(cfg) == {}
+
+
+def test_spark_reads_s3_through_s3a_with_the_keys_in_a_private_file() -> None:
+    """The keys reach spark-submit in a 0600 properties file, never in its arguments."""
+    cfg = load_config(S3, BASE)
+    conf = archive_spark_conf(cfg)
+    assert conf["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.driver.extraClassPath"] == conf["spark.executor.extraClassPath"] == "/opt/hadoop-aws/*"
+    with spark_properties_file(conf) as path:
+        assert path is not None
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        text = path.read_text()
+        command = spark_submit_command(cfg, "local[2]", dt.date(2026, 1, 1), dt.date(2026, 1, 2), {"s": "UTC"}, path)
+    assert not path.exists()
+    # Java properties: a backslash in the secret is doubled, so Spark reads it back unchanged.
+    assert "spark.hadoop.fs.s3a.secret.key=wJalrXUtnFEMI/K7MDENG+bPxRfiCY\\\\EXAMPLEKEY\n" in text
+    assert command[command.index("--properties-file") + 1] == str(path)
+    assert not [arg for arg in command if S3["AWS_SECRET_ACCESS_KEY"] in arg or S3["AWS_ACCESS_KEY_ID"] in arg]
