@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 SALT_POLICIES = ("daily", "daily_site_tz")
 GRACE = dt.timedelta(minutes=10)
 LATE_WINDOW = dt.timedelta(days=7)
+ONE_DAY = dt.timedelta(days=1)  # made once: salt() asks for the next day on every event
 RETRY_S = 5.0  # after Redis failed, how long salts not held are reported unavailable without asking it
 KEY = "ff:salt:{day}"
 
@@ -58,7 +59,7 @@ def salt_day(ts_ms: int, policy: str, tz: str) -> dt.date:
 def expires_at(day: dt.date, now: dt.datetime, late_window: dt.timedelta = LATE_WINDOW) -> dt.datetime:
     """When the salt of ``day`` must be gone: ``late_window`` plus a grace period after the
     day has ended everywhere on Earth (UTC-12), or after ``now`` if that is later."""
-    end_everywhere = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(12), dt.UTC)
+    end_everywhere = dt.datetime.combine(day + ONE_DAY, dt.time(12), dt.UTC)
     return max(end_everywhere, now) + late_window + GRACE
 
 
@@ -90,13 +91,13 @@ class SaltStore:
         now = self.clock()
         held = self._held.get(day)
         if held is not None and now < held[1]:
-            if day + dt.timedelta(days=1) not in self._held:
-                self._prefetch(day + dt.timedelta(days=1), now)
+            if day + ONE_DAY not in self._held:
+                self._prefetch(day + ONE_DAY, now)
             return held[0]
         if time.monotonic() < self._retry_at:
             raise SaltUnavailable(f"no salt held for {day} and Redis was unreachable moments ago")
         try:
-            return self._fetch((day, day + dt.timedelta(days=1)), now)[day]
+            return self._fetch((day, day + ONE_DAY), now)[day]
         except redis.RedisError as exc:
             self._failed(exc)
             raise SaltUnavailable(f"no salt held for {day} and Redis is unreachable ({exc})") from exc
