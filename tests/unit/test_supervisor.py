@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shlex
 import socket
 import sys
@@ -16,7 +17,7 @@ import pytest
 from supervisor.options import ServerOptions
 
 from deploy.local.checks import StackError, ensure_port_free, wait_until
-from deploy.local.services import SERVICES, StackConfig
+from deploy.local.services import SERVICES, Kafka, KafkaCluster, StackConfig, make_service
 from deploy.local.stack import APPS, OPTIONAL, ORDER
 from deploy.local.supervisor import CONF, Supervisor, _alive
 from footfall.config import load_config
@@ -42,7 +43,8 @@ def test_config_declares_every_process_the_stack_runs(monkeypatch: pytest.Monkey
     programs = _programs(monkeypatch, tmp_path)
     cfg = StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path)})
     services = [name for service in ORDER + OPTIONAL for name in SERVICES[service](cfg).programs()]
-    assert sorted(programs) == sorted(APPS + services)
+    brokers = KafkaCluster(StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_BROKERS": "3"}))
+    assert sorted(programs) == sorted(APPS + services + brokers.programs())
 
 
 def test_config_leaves_starting_and_restarting_to_the_stack(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -62,6 +64,30 @@ def test_config_commands_use_the_stack_ports(monkeypatch: pytest.MonkeyPatch, tm
     assert command["kafka"][-1] == str(tmp_path / "kafka-29092" / "server.properties")
     assert [name for name, argv in command.items() if "beat" in argv] == ["celery-beat"]  # exactly one beat
     assert command["spark-worker-1"][2] == "spark://127.0.0.1:29122"  # FOOTFALL_SPARK_PORT: Kafka's + 30
+    assert command["kafka-broker-3"][-1] == str(tmp_path / "kafka-cluster-29092" / "node-3" / "server.properties")
+
+
+def test_a_kafka_cluster_is_three_nodes_on_port_pairs(tmp_path: Path) -> None:
+    """FOOTFALL_KAFKA_BROKERS=3: three nodes on consecutive port pairs, all in the bootstrap list."""
+    env = {"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_PORT": "29092", "FOOTFALL_KAFKA_BROKERS": "3"}
+    cfg = StackConfig.from_env(env)
+    kafka = make_service("kafka", cfg)
+    assert isinstance(kafka, KafkaCluster)
+    assert kafka.ports() == [29092, 29093, 29094, 29095, 29096, 29097]
+    assert cfg.app_environment()["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:29092,127.0.0.1:29094,127.0.0.1:29096"
+    assert type(make_service("kafka", StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path)}))) is Kafka
+
+
+@pytest.mark.parametrize(
+    ("brokers", "clash", "message"),
+    [("2", {}, "FOOTFALL_KAFKA_BROKERS: expected 1 or 3 (got 2)"), ("3", {"FOOTFALL_REDIS_PORT": "29095"}, "overlap")],
+)
+def test_a_kafka_cluster_refuses_two_brokers_and_port_clashes(
+    brokers: str, clash: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    env = {"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_PORT": "29092", "FOOTFALL_KAFKA_BROKERS": brokers}
+    with pytest.raises(StackError, match=re.escape(message)):
+        StackConfig.from_env({**env, **clash})
 
 
 # --- the client, on a supervisord of its own ---------------------------------------------------

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Several nodes on one machine, as separate processes under the stack's supervisord: three
+# Kafka nodes in KRaft mode (each a broker and a controller; topics with three replicas and
+# min.insync.replicas=2, producers with acks=all), a Spark standalone master with two
+# workers, Redis with an append-only file, the Mongo-wire server, the web server (collector,
+# API, dashboard), two realtime workers and the archiver. Rollups run on the Spark cluster
+# (SPARK_MASTER). Its own ports and state directory, so it runs beside up.sh's stack.
+#
+#   deploy/local/cluster.sh up       install what is missing, start everything, say where it is
+#   deploy/local/cluster.sh down     stop every process of the cluster (data stays)
+#   deploy/local/cluster.sh status   one line per service and process
+#   deploy/local/cluster.sh env      export lines pointing Footfall at the cluster (for eval)
+#
+# Settings: FOOTFALL_CLUSTER_STATE_DIR (default ~/.local/state/footfall-cluster),
+# FOOTFALL_CLUSTER_KAFKA_PORT (39092: brokers on 39092, 39094, 39096, each controller on the
+# next port; Spark's master on Kafka's + 30), FOOTFALL_CLUSTER_REDIS_PORT (36379),
+# FOOTFALL_CLUSTER_MONGO_PORT (37117), FOOTFALL_CLUSTER_WEB_PORT (38000), and
+# FOOTFALL_CLUSTER_ARCHIVE_URL (default: a directory in the state dir; an s3:// URL puts
+# the archive on object storage).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+case "${1:-}" in
+  up|down|status|env) ;;
+  *) echo "usage: deploy/local/cluster.sh up|down|status|env" >&2; exit 2 ;;
+esac
+venv=$(deploy/local/bootstrap.sh | tail -n 1)
+py="$venv/bin/python"
+
+export FOOTFALL_STATE_DIR=${FOOTFALL_CLUSTER_STATE_DIR:-$HOME/.local/state/footfall-cluster}
+export FOOTFALL_KAFKA_PORT=${FOOTFALL_CLUSTER_KAFKA_PORT:-39092}
+export FOOTFALL_REDIS_PORT=${FOOTFALL_CLUSTER_REDIS_PORT:-36379}
+export FOOTFALL_MONGO_PORT=${FOOTFALL_CLUSTER_MONGO_PORT:-37117}
+export FOOTFALL_WEB_PORT=${FOOTFALL_CLUSTER_WEB_PORT:-38000}
+export FOOTFALL_KAFKA_BROKERS=3
+# Nothing of another stack leaks in (the stack sets the rest: Kafka, Redis, Mongo, data dir).
+unset FOOTFALL_SPARK_PORT DATABASE_URL CELERY_BROKER_URL FOOTFALL_CACHE_URL ARCHIVE_URL
+if [ -n "${FOOTFALL_CLUSTER_ARCHIVE_URL:-}" ]; then
+  export ARCHIVE_URL=$FOOTFALL_CLUSTER_ARCHIVE_URL
+fi
+eval "$("$py" -m deploy.local.stack env)"
+export SPARK_MASTER=$FOOTFALL_SPARK_CLUSTER
+
+case "$1" in
+  env)
+    "$py" -m deploy.local.stack env
+    # The stack's own variables too, so `python -m deploy.local.stack …` addresses the cluster.
+    for name in FOOTFALL_STATE_DIR FOOTFALL_KAFKA_PORT FOOTFALL_REDIS_PORT FOOTFALL_MONGO_PORT FOOTFALL_KAFKA_BROKERS SPARK_MASTER; do
+      echo "export $name=$(printf %q "${!name}")"
+    done
+    [ -z "${ARCHIVE_URL:-}" ] || echo "export ARCHIVE_URL=$ARCHIVE_URL"
+    ;;
+  status) exec "$py" -m deploy.local.stack status ;;
+  down) exec "$py" -m deploy.local.stack stop ;;
+  up)
+    "$py" -m deploy.local.stack start redis mongo kafka spark-cluster
+    "$py" manage.py migrate --noinput >/dev/null
+    "$py" -m deploy.local.stack start-apps web realtime-1 realtime-2 archiver
+    cat <<MSG
+
+Footfall runs on a local cluster (state in $FOOTFALL_STATE_DIR).
+  Kafka          $KAFKA_BOOTSTRAP_SERVERS  (3 nodes; kill one: $py -m deploy.local.stack kill kafka-broker-2)
+  Spark          $SPARK_MASTER  (master + 2 workers; UI http://127.0.0.1:$((FOOTFALL_KAFKA_PORT + 31))/)
+  Redis          $REDIS_URL
+  Mongo-wire     $MONGO_URL
+  Collector, API http://127.0.0.1:$FOOTFALL_WEB_PORT/  (create a site: eval "\$(deploy/local/cluster.sh env)"; $py manage.py create_site NAME)
+Stop everything: deploy/local/cluster.sh down
+MSG
+    "$py" -m deploy.local.stack status
+    ;;
+esac
