@@ -12,9 +12,9 @@
 #   deploy/local/cluster.sh env      export lines pointing Footfall at the cluster (for eval)
 #
 # Settings: FOOTFALL_CLUSTER_STATE_DIR (default ~/.local/state/footfall-cluster),
-# FOOTFALL_CLUSTER_KAFKA_PORT (39092: brokers on 39092, 39094, 39096, each controller on the
-# next port; Spark's master on Kafka's + 30), FOOTFALL_CLUSTER_REDIS_PORT (36379),
-# FOOTFALL_CLUSTER_MONGO_PORT (37117), FOOTFALL_CLUSTER_WEB_PORT (38000), and
+# FOOTFALL_CLUSTER_KAFKA_PORT (19192: brokers on 19192, 19194, 19196, each controller on the
+# next port; Spark's master on Kafka's + 30), FOOTFALL_CLUSTER_REDIS_PORT (16479),
+# FOOTFALL_CLUSTER_MONGO_PORT (17117), FOOTFALL_CLUSTER_WEB_PORT (8100), and
 # FOOTFALL_CLUSTER_ARCHIVE_URL (default: a directory in the state dir; an s3:// URL puts
 # the archive on object storage).
 set -euo pipefail
@@ -28,10 +28,10 @@ venv=$(deploy/local/bootstrap.sh | tail -n 1)
 py="$venv/bin/python"
 
 export FOOTFALL_STATE_DIR=${FOOTFALL_CLUSTER_STATE_DIR:-$HOME/.local/state/footfall-cluster}
-export FOOTFALL_KAFKA_PORT=${FOOTFALL_CLUSTER_KAFKA_PORT:-39092}
-export FOOTFALL_REDIS_PORT=${FOOTFALL_CLUSTER_REDIS_PORT:-36379}
-export FOOTFALL_MONGO_PORT=${FOOTFALL_CLUSTER_MONGO_PORT:-37117}
-export FOOTFALL_WEB_PORT=${FOOTFALL_CLUSTER_WEB_PORT:-38000}
+export FOOTFALL_KAFKA_PORT=${FOOTFALL_CLUSTER_KAFKA_PORT:-19192}
+export FOOTFALL_REDIS_PORT=${FOOTFALL_CLUSTER_REDIS_PORT:-16479}
+export FOOTFALL_MONGO_PORT=${FOOTFALL_CLUSTER_MONGO_PORT:-17117}
+export FOOTFALL_WEB_PORT=${FOOTFALL_CLUSTER_WEB_PORT:-8100}
 export FOOTFALL_KAFKA_BROKERS=3
 # Nothing of another stack leaks in (the stack sets the rest: Kafka, Redis, Mongo, data dir).
 unset FOOTFALL_SPARK_PORT DATABASE_URL CELERY_BROKER_URL FOOTFALL_CACHE_URL ARCHIVE_URL

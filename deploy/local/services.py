@@ -558,6 +558,11 @@ class KafkaCluster(Kafka):
         wait_until(lambda: not self.under_replicated(), self.cfg.start_timeout, "kafka cluster replicas in sync")
         return f"started {', '.join(started)}" if started else f"already running ({len(self.nodes)} nodes)"
 
+    def stop(self) -> list[tuple[str, bool]]:
+        """Stop the nodes together: one stopped last, alone, would wait for a quorum to hand
+        its partitions to until supervisord's SIGKILL."""
+        return self.supervisor.stop_together(self.programs())
+
     def kill(self) -> bool:
         """SIGKILL every node (one node: ``stack kill kafka-broker-N``)."""
         return any([self.supervisor.kill(program) for program in self.programs()])
