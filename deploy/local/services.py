@@ -407,10 +407,11 @@ class Kafka(Service):
         (self.home / "log4j2.properties").write_text((HERE / "kafka" / "log4j2.properties").read_text())
         if (data / "meta.properties").exists():
             return
-        # A KRaft cluster id is 16 random bytes, URL-safe base64 without padding.
+        # A KRaft cluster id is 16 random bytes, URL-safe base64 without padding. It may start
+        # with "-", hence --cluster-id=… in one argument.
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
+            self._java("kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={cluster_id}",
                        "-c", str(self.home / "server.properties")),
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
@@ -530,10 +531,8 @@ class KafkaCluster(Kafka):
             properties = node / "server.properties"
             properties.write_text(template.format(node=i, voters=voters, port=port, cport=port + 1, data=data))
             if not (data / "meta.properties").exists():
-                subprocess.run(
-                    self._java("kafka.tools.StorageTool", "format", "-t", self._cluster_id(), "-c", str(properties)),
-                    check=True, stdout=subprocess.DEVNULL,
-                )  # fmt: skip
+                tool = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self._cluster_id()}")
+                subprocess.run([*tool, "-c", str(properties)], check=True, stdout=subprocess.DEVNULL)
 
     def start(self) -> str:
         """Start the nodes that are not running, wait until all three serve and every
