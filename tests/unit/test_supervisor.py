@@ -182,6 +182,45 @@ def test_kill_ends_the_process_at_once(supervisor: Supervisor) -> None:
     assert supervisor.kill("stubborn") is False
 
 
+def _peer(me: str, peer: str) -> str:
+    """A node that on SIGTERM waits for its peer to be stopping too, like the last Kafka node
+    waiting for a quorum; prints "clean" if it was, and exits."""
+    return (
+        "import os, signal, time\n"
+        "state = os.environ['FOOTFALL_STATE_DIR']\n"
+        "def stop(*_):\n"
+        f"    open(f'{{state}}/{me}.mark', 'w').close()\n"
+        "    deadline = time.time() + 30\n"
+        f"    while not os.path.exists(f'{{state}}/{peer}.mark') and time.time() < deadline:\n"
+        "        time.sleep(0.02)\n"
+        "    print('clean', flush=True)\n"
+        "    raise SystemExit(0)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    time.sleep(1)\n"
+    )
+
+
+def test_stop_together_stops_peers_at_once(tmp_path: Path) -> None:
+    """Nodes that wait for each other on SIGTERM all stop cleanly (one by one, the first would
+    wait for its peer until SIGKILL)."""
+    sv = _supervisor(tmp_path, {"node-a": _peer("node-a", "node-b"), "node-b": _peer("node-b", "node-a")})
+    try:
+        pids = [sv.start("node-a"), sv.start("node-b")]
+        for name in ("node-a", "node-b"):
+            wait_until(lambda name=name: _last_line(sv.log_file(name)) == "ready", 10, f"{name} ready")
+        assert sv.stop_together(["node-b", "node-a", "forker"]) == [
+            ("node-b", True),
+            ("node-a", True),
+            ("forker", False),
+        ]
+        assert [_last_line(sv.log_file(name)) for name in ("node-a", "node-b")] == ["clean", "clean"]
+        assert not any(_alive(pid) for pid in pids)
+    finally:
+        sv.shutdown()
+
+
 def test_an_early_exit_is_reported_with_the_log(supervisor: Supervisor) -> None:
     def start_and_wait() -> None:
         supervisor.start("failing")

@@ -129,7 +129,8 @@ def busiest_leader(cfg: Config) -> tuple[int, int]:
 
 
 def leader(cfg: Config, partition: int) -> int:
-    admin = AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
+    # Quiet: its connection errors to the node just killed are expected.
+    admin = AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers, "log_level": 0})
     return admin.list_topics(cfg.events_topic, timeout=10).topics[cfg.events_topic].partitions[partition].leader
 
 
