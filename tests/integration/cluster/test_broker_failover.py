@@ -33,7 +33,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pymongo
 import redis
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from archive.store import Archive, _dedupe
 from footfall.config import Config
@@ -146,6 +146,19 @@ def recount(table: pa.Table) -> dict[str, dict]:
             day["pageviews"] += 1
             day["pages"][row["path"]] += 1
     return {d: {**v, "visitors": len(v["visitors"])} for d, v in days.items()}
+
+
+def test_topics_have_three_replicas_and_two_in_sync(cluster: LocalCluster) -> None:
+    """Every partition of the events and invalid-events topics is on all three nodes, and a
+    write needs two of them (with the producers' acks=all)."""
+    cfg = cluster.cfg
+    admin = AdminClient({"bootstrap.servers": cfg.kafka_bootstrap_servers})
+    metadata = admin.list_topics(timeout=10)
+    assert len(metadata.brokers) == 3
+    for topic in (cfg.events_topic, cfg.invalid_topic):
+        assert all(len(p.replicas) == 3 for p in metadata.topics[topic].partitions.values()), topic
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        assert admin.describe_configs([resource])[resource].result(timeout=30)["min.insync.replicas"].value == "2"
 
 
 def test_leader_kill_9_twice_loses_nothing_acknowledged(cluster: LocalCluster) -> None:
