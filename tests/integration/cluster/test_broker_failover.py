@@ -3,8 +3,9 @@
 Beacons go to ``POST /collect`` of the cluster's web server at a steady rate, each with its
 own event id; a 2xx answer makes the id acknowledged. Twice, the node leading the events
 topic's busiest partition is SIGKILLed, left down for a while and started again (``stack
-start kafka`` returns once every partition is back in sync). Afterwards, with the realtime
-workers, the archiver and the Spark cluster of the same topology:
+start kafka`` returns once every partition is back in sync); writes reach the log while it
+is down. Afterwards, with the realtime workers, the archiver and the Spark cluster of the
+same topology:
 
 * the archive holds every acknowledged event exactly once after the dedup the rollup and
   compaction apply (the files may hold a copy: a consumer that re-reads after its group
@@ -33,6 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pymongo
 import redis
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from archive.store import Archive, _dedupe
@@ -42,7 +44,6 @@ from query.realtime import RealtimeQueries
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from tests.integration.cluster.conftest import LocalCluster
-from tests.integration.realtime.test_exactly_once import end_offsets
 from tests.reliability.faults import wait_for, wait_while_progressing
 
 RATE = 40  # beacons per second, from two threads
@@ -121,9 +122,21 @@ def read_archive(cfg: Config, site: str) -> pa.Table:
     return ds.dataset(folder, filesystem=fs, format="parquet").to_table(columns=COLUMNS)
 
 
+def log_ends(cfg: Config) -> dict[int, int]:
+    """Each events partition's end offset (quiet: a node may be down)."""
+    consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": "probe", "log_level": 0})
+    try:
+        partitions = consumer.list_topics(cfg.events_topic, timeout=10).topics[cfg.events_topic].partitions
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(cfg.events_topic, p), timeout=10)[1] for p in partitions
+        }
+    finally:
+        consumer.close()
+
+
 def busiest_leader(cfg: Config) -> tuple[int, int]:
     """The events topic's partition with the most messages, and the node that leads it."""
-    ends = end_offsets(cfg, cfg.events_topic)
+    ends = log_ends(cfg)
     partition = max(ends, key=lambda p: ends[p])
     return partition, leader(cfg, partition)
 
@@ -176,9 +189,14 @@ def test_leader_kill_9_twice_loses_nothing_acknowledged(cluster: LocalCluster) -
             wait_for(
                 lambda p=partition, n=node: leader(cfg, p) not in (n, -1), 60, f"a new leader of partition {partition}"
             )
-            before = load.acked_count
+            acked_before, logged_before = load.acked_count, sum(log_ends(cfg).values())
             time.sleep(DOWN_S)
-            kills.append(f"node {node} (leader of partition {partition}): {load.acked_count - before} acked while down")
+            logged = sum(log_ends(cfg).values()) - logged_before
+            kills.append(
+                f"node {node} led partition {partition}; while down {load.acked_count - acked_before} "
+                f"acknowledged, {logged} written to the log"
+            )
+            assert logged > 0, f"no write reached the log while node {node} was down"
             cluster.stack("start", "kafka")
         time.sleep(UP_S)
     sent, acked, answers = load.sent, load.acked, load.answers
