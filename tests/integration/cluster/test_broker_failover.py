@@ -34,7 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pymongo
 import redis
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from archive.store import Archive, _dedupe
@@ -123,12 +123,23 @@ def read_archive(cfg: Config, site: str) -> pa.Table:
 
 
 def log_ends(cfg: Config) -> dict[int, int]:
-    """Each events partition's end offset (quiet: a node may be down)."""
+    """Each events partition's end offset (quiet: a node may be down). A leader elected a
+    moment ago answers "high watermark not caught up" for a while: asked again."""
     consumer = Consumer({"bootstrap.servers": cfg.kafka_bootstrap_servers, "group.id": "probe", "log_level": 0})
+
+    def end(partition: int) -> int:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return consumer.get_watermark_offsets(TopicPartition(cfg.events_topic, partition), timeout=10)[1]
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
     try:
-        partitions = consumer.list_topics(cfg.events_topic, timeout=10).topics[cfg.events_topic].partitions
         return {
-            p: consumer.get_watermark_offsets(TopicPartition(cfg.events_topic, p), timeout=10)[1] for p in partitions
+            p: end(p) for p in consumer.list_topics(cfg.events_topic, timeout=10).topics[cfg.events_topic].partitions
         }
     finally:
         consumer.close()
