@@ -7,7 +7,9 @@ processes themselves are declared in ``deploy/local/supervisord.conf`` and run b
 (``deploy/local/supervisor.py``).
 
 * Kafka: the broker jars of ``org.apache.kafka:kafka_2.13`` resolved from Maven Central
-  with Maven, run on the machine's JDK as one combined broker+controller (KRaft).
+  with Maven, run on the machine's JDK as one combined broker+controller (KRaft), or with
+  ``FOOTFALL_KAFKA_BROKERS=3`` as a cluster of three such nodes (replication factor 3,
+  ``min.insync.replicas=2``; ``deploy/local/cluster.sh``).
 * Redis: Debian's ``redis-server`` with its own port, data directory and an append-only
   file (the realtime layer's exactly-once bookkeeping must survive a restart).
 * Mongo-wire server: mongo-java-server with its H2 backend (one file), resolved from Maven
@@ -45,6 +47,7 @@ from footfall.config import LOCAL_PORTS, Config, load_config
 from footfall_capture.kafka import client_config
 
 KAFKA_VERSION = "4.3.1"
+KAFKA_BROKER_COUNTS = (1, 3)  # FOOTFALL_KAFKA_BROKERS: one node, or a cluster of three
 MONGO_JAVA_SERVER_VERSION = "1.46.0"
 # MinIO publishes RELEASE.* tags, not semantic versions, so the Go module proxy knows its
 # commits by pseudo-version; this one is the server's commit of 2026-02-12.
@@ -79,6 +82,7 @@ class StackConfig:
     web_port: int
     minio_port: int
     start_timeout: float
+    kafka_brokers: int = 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> StackConfig:
@@ -93,11 +97,30 @@ class StackConfig:
             web_port=_int_env(env, "FOOTFALL_WEB_PORT", LOCAL_PORTS["web"], 1024),
             minio_port=_int_env(env, "FOOTFALL_MINIO_PORT", LOCAL_PORTS["minio"], 1024),
             start_timeout=float(_int_env(env, "FOOTFALL_START_TIMEOUT", 180, 5, 3600)),
+            kafka_brokers=_int_env(env, "FOOTFALL_KAFKA_BROKERS", 1, 1, 3),
         )
-        ports = [cfg.kafka_port, cfg.kafka_port + 1, cfg.redis_port, cfg.mongo_port, cfg.web_port, cfg.minio_port]
+        if cfg.kafka_brokers not in KAFKA_BROKER_COUNTS:
+            # Two brokers cannot hold three replicas, and with min.insync.replicas=2 the loss
+            # of either would stop every write: one node, or a cluster of three.
+            raise StackError(f"FOOTFALL_KAFKA_BROKERS: expected 1 or 3 (got {cfg.kafka_brokers})")
+        kafka = [port + offset for port in cfg.kafka_broker_ports for offset in (0, 1)]
+        ports = [*kafka, cfg.redis_port, cfg.mongo_port, cfg.web_port, cfg.minio_port]
         if len(set(ports)) != len(ports):
-            raise StackError(f"FOOTFALL_*_PORT: ports overlap ({ports}); Kafka also uses port + 1")
+            raise StackError(
+                f"FOOTFALL_*_PORT: ports overlap ({ports}); "
+                "each Kafka broker uses two ports, counting from FOOTFALL_KAFKA_PORT"
+            )
         return cfg
+
+    @property
+    def kafka_broker_ports(self) -> list[int]:
+        """Each broker's client port (its controller listens on the next one)."""
+        return [self.kafka_port + 2 * i for i in range(self.kafka_brokers)]
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        """Every broker, as ``KAFKA_BOOTSTRAP_SERVERS`` lists them."""
+        return ",".join(f"127.0.0.1:{port}" for port in self.kafka_broker_ports)
 
     @property
     def log_dir(self) -> Path:
@@ -109,7 +132,9 @@ class StackConfig:
             # Development mode (DEBUG, a dev SECRET_KEY, localhost names) is never a default:
             # the local stack asks for it, so a server configured by hand fails closed.
             "FOOTFALL_ENV": "local",
-            "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{self.kafka_port}",
+            "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap,
+            # Three nodes: every partition on all three, writes acknowledged by two (min.insync.replicas).
+            **({"FOOTFALL_REPLICATION_FACTOR": "3"} if self.kafka_brokers == 3 else {}),
             "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
             "MONGO_URL": f"mongodb://127.0.0.1:{self.mongo_port}/",
             "FOOTFALL_DATA_DIR": str(self.state_dir / "data"),
@@ -141,6 +166,7 @@ class StackConfig:
             "STACK_PYTHON": sys.executable,
             "STACK_KAFKA_HOME": str(kafka.home),
             "STACK_KAFKA_LIBS": str(kafka.libs),
+            "STACK_KAFKA_CLUSTER_HOME": str(KafkaCluster(self).home),
             "STACK_MONGO_CLASSPATH": Mongo(self).classpath,
             "STACK_SPARK_CLASS": spark.spark_class,
             "STACK_SPARK_UI_PORT": str(spark.port + 1),
@@ -403,10 +429,11 @@ class Kafka(Service):
         (self.home / "log4j2.properties").write_text((HERE / "kafka" / "log4j2.properties").read_text())
         if (data / "meta.properties").exists():
             return
-        # A KRaft cluster id is 16 random bytes, URL-safe base64 without padding.
+        # A KRaft cluster id is 16 random bytes, URL-safe base64 without padding. It may start
+        # with "-", hence --cluster-id=… in one argument.
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
+            self._java("kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={cluster_id}",
                        "-c", str(self.home / "server.properties")),
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
@@ -427,7 +454,7 @@ class Kafka(Service):
             metadata = self._admin().list_topics(timeout=2)
         except KafkaException:
             return False
-        return len(metadata.brokers) >= 1
+        return len(metadata.brokers) >= self.cfg.kafka_brokers
 
     def _topics(self) -> tuple[str, str]:
         app = self._app()
@@ -458,6 +485,109 @@ class Kafka(Service):
             raise StackError(f"kafka: {exc}") from exc
         for difference in report.differences:
             print(f"kafka: {difference}", file=sys.stderr)
+
+
+class KafkaCluster(Kafka):
+    """Three Apache Kafka nodes, each a broker and a KRaft controller (combined mode), as
+    separate processes (``kafka-broker-1``..``-3``) on consecutive port pairs from
+    ``FOOTFALL_KAFKA_PORT``. The project's topics get three replicas and
+    ``min.insync.replicas=2``: with producers' ``acks=all`` a write is acknowledged once two
+    nodes hold it, so losing any one node loses nothing acknowledged and writes go on.
+
+    Three combined nodes rather than three brokers and separate controllers: a three-voter
+    quorum survives the loss of any one node either way, and on a small machine three JVMs
+    start and run in half the memory and CPU of six. Production separates them (controllers
+    on their own machines), so a busy broker never delays the quorum."""
+
+    program = "kafka-broker-1"  # the first node stands for the service; programs() lists all
+
+    @property
+    def nodes(self) -> list[tuple[int, int, str]]:
+        """Each node's id, client port and supervisord program (as supervisord.conf's numprocs)."""
+        return [(i, port, f"kafka-broker-{i}") for i, port in enumerate(self.cfg.kafka_broker_ports, start=1)]
+
+    @property
+    def home(self) -> Path:
+        return self.cfg.state_dir / f"kafka-cluster-{self.cfg.kafka_port}"
+
+    def ports(self) -> list[int]:
+        return [port + offset for _, port, _ in self.nodes for offset in (0, 1)]
+
+    def programs(self) -> list[str]:
+        return [program for _, _, program in reversed(self.nodes)]
+
+    def pid(self) -> int | None:
+        """The pid of the first node that runs."""
+        return next((pid for _, _, p in self.nodes if (pid := self.supervisor.pid(p)) is not None), None)
+
+    def _cluster_id(self) -> str:
+        """The cluster's id: every node's log is formatted with the same one, kept beside them."""
+        path = self.home / "cluster-id"
+        if not path.exists():
+            path.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
+        return path.read_text().strip()
+
+    def prepare(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "log4j2.properties").write_text((HERE / "kafka" / "log4j2.properties").read_text())
+        voters = ",".join(f"{i}@127.0.0.1:{port + 1}" for i, port, _ in self.nodes)
+        template = (HERE / "kafka" / "cluster-server.properties.in").read_text()
+        for i, port, _ in self.nodes:
+            node = self.home / f"node-{i}"
+            node.mkdir(exist_ok=True)
+            data = node / "data"
+            properties = node / "server.properties"
+            properties.write_text(template.format(node=i, voters=voters, port=port, cport=port + 1, data=data))
+            if not (data / "meta.properties").exists():
+                tool = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self._cluster_id()}")
+                subprocess.run([*tool, "-c", str(properties)], check=True, stdout=subprocess.DEVNULL)
+
+    def start(self) -> str:
+        """Start the nodes that are not running, wait until all three serve and every
+        partition has all its replicas in sync again (so the cluster survives the next
+        failure), then create the topics."""
+        self.install()
+        down = [(i, port, program) for i, port, program in self.nodes if self.supervisor.pid(program) is None]
+        for _, port, _ in down:
+            ensure_port_free(port, self.name, self.port_variable)
+            ensure_port_free(port + 1, self.name, self.port_variable)
+        if down:
+            self.prepare()
+        started = [f"{program} (pid {self.supervisor.start(program)})" for _, _, program in down]
+        wait_until(
+            self.healthy,
+            self.cfg.start_timeout,
+            f"kafka cluster on ports {self.cfg.kafka_bootstrap}",
+            alive=lambda: all(self.supervisor.pid(p) is not None for _, _, p in self.nodes),
+            log_file=self.supervisor.log_file(down[0][2] if down else self.program),
+        )
+        self.after_start()
+        wait_until(lambda: not self.under_replicated(), self.cfg.start_timeout, "kafka cluster replicas in sync")
+        return f"started {', '.join(started)}" if started else f"already running ({len(self.nodes)} nodes)"
+
+    def stop(self) -> list[tuple[str, bool]]:
+        """Stop the nodes together: one stopped last, alone, would wait for a quorum to hand
+        its partitions to until supervisord's SIGKILL."""
+        return self.supervisor.stop_together(self.programs())
+
+    def kill(self) -> bool:
+        """SIGKILL every node (one node: ``stack kill kafka-broker-N``)."""
+        return any([self.supervisor.kill(program) for program in self.programs()])
+
+    def under_replicated(self) -> list[str]:
+        """``topic/partition`` of every partition with a replica out of sync (or unreachable)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            topics = self._admin().list_topics(timeout=5).topics
+        except KafkaException as exc:
+            return [f"(no metadata: {exc})"]
+        return [
+            f"{name}/{p.id}"
+            for name, topic in topics.items()
+            for p in topic.partitions.values()
+            if p.error is not None or p.leader < 0 or set(p.isrs) != set(p.replicas)
+        ]
 
 
 class Spark(Service):
@@ -722,3 +852,11 @@ SERVICES: dict[str, type[Service]] = {
     "nginx": Nginx,
     "minio": Minio,
 }
+
+
+def make_service(name: str, cfg: StackConfig) -> Service:
+    """The service called ``name`` in this stack: ``kafka`` is the three-node cluster when
+    ``FOOTFALL_KAFKA_BROKERS=3``."""
+    if name == "kafka" and cfg.kafka_brokers > 1:
+        return KafkaCluster(cfg)
+    return SERVICES[name](cfg)

@@ -3,14 +3,16 @@
 Commands:
   install   download/build what the services need (cached; idempotent)
   start     install, start and health-check services (default: all), create topics
-  start-apps  start Footfall's own processes (web, workers, demo traffic) on the stack
+  start-apps  start Footfall's own processes (default: all of web, workers, demo traffic)
   stop      stop app processes and services; nothing is left running
   status    one line per service and app process, plus the event topics' sizes
   env       print ``export`` lines that point Footfall at this stack (for ``eval``)
-  kill      SIGKILL one service or app process at once (fault injection in tests)
+  kill      SIGKILL a service, or any one process (an app, kafka-broker-2), at once (fault injection)
 
 Every process (services and Footfall's own) runs under one supervisord per state directory,
 declared in deploy/local/supervisord.conf; a plain ``stop`` shuts supervisord down too.
+With ``FOOTFALL_KAFKA_BROKERS=3`` the service ``kafka`` is a cluster of three nodes
+(deploy/local/cluster.sh).
 Configuration comes from ``FOOTFALL_*`` variables (see deploy/local/services.py and the
 README). Errors print one clear message and exit with status 1.
 """
@@ -27,7 +29,7 @@ import urllib.error
 import urllib.request
 
 from deploy.local.checks import StackError, wait_until
-from deploy.local.services import REPO, SERVICES, StackConfig
+from deploy.local.services import REPO, SERVICES, StackConfig, make_service
 
 ORDER = ["redis", "mongo", "kafka", "spark", "chromium"]
 OPTIONAL = ["spark-cluster", "minio", "nginx"]  # started only when named; always stopped by a plain `stop`
@@ -39,7 +41,7 @@ def _services(names: list[str], cfg: StackConfig) -> list:
     unknown = [n for n in names if n not in SERVICES]
     if unknown:
         raise StackError(f"unknown service(s) {', '.join(unknown)}; choose from {', '.join(ORDER + OPTIONAL)}")
-    return [SERVICES[name](cfg) for name in (names or ORDER)]
+    return [make_service(name, cfg) for name in (names or ORDER)]
 
 
 def cmd_install(cfg: StackConfig, names: list[str]) -> None:
@@ -69,17 +71,20 @@ def cmd_stop(cfg: StackConfig, names: list[str]) -> None:
 
 
 def cmd_status(cfg: StackConfig, _names: list[str]) -> None:
+    supervisor = cfg.supervisor()
     for service in _services(ORDER + OPTIONAL, cfg):
         if service.program is None:
             continue
         pid = service.pid()
         health = "healthy" if pid and service.healthy() else ("unhealthy" if pid else "stopped")
         print(f"{service.name:<12} {health:<10} {f'pid {pid}' if pid else ''}")
-    supervisor = cfg.supervisor()
+        for name in reversed(service.programs()) if len(service.programs()) > 1 else []:
+            node = supervisor.pid(name)
+            print(f"  {name:<14} {'running' if node else 'stopped':<8} {f'pid {node}' if node else ''}")
     for name in APPS:
         pid = supervisor.pid(name)
         print(f"{name:<12} {'running' if pid else 'stopped':<10} {f'pid {pid}' if pid else ''}")
-    kafka = SERVICES["kafka"](cfg)
+    kafka = make_service("kafka", cfg)
     if kafka.pid() is not None:
         for topic, size in kafka.topic_sizes().items():
             print(f"topic {topic:<18} {size} messages")
@@ -108,11 +113,15 @@ def collect_static(cfg: StackConfig) -> None:
         raise StackError(f"collectstatic failed: {out.stderr.strip()[-2000:]}")
 
 
-def cmd_start_apps(cfg: StackConfig, _names: list[str]) -> None:
-    """Start every app process that is not running (the web server after collecting static
-    files, so a new release serves its own); wait for the web server to answer."""
+def cmd_start_apps(cfg: StackConfig, names: list[str]) -> None:
+    """Start the named app processes (default: every one) that are not running, the web
+    server after collecting static files, so a new release serves its own; wait for the web
+    server to answer."""
+    unknown = [n for n in names if n not in APPS]
+    if unknown:
+        raise StackError(f"unknown app process(es) {', '.join(unknown)}; choose from {', '.join(APPS)}")
     supervisor = cfg.supervisor()
-    for name in APPS:
+    for name in [n for n in APPS if n in names] if names else APPS:
         pid = supervisor.pid(name)
         if name == "web" and not pid:
             collect_static(cfg)
@@ -130,7 +139,7 @@ def cmd_start_apps(cfg: StackConfig, _names: list[str]) -> None:
 
 def cmd_kill(cfg: StackConfig, names: list[str]) -> None:
     for name in names:
-        killed = cfg.supervisor().kill(name) if name in APPS else _services([name], cfg)[0].kill()
+        killed = _services([name], cfg)[0].kill() if name in SERVICES else cfg.supervisor().kill(name)
         print(f"{name:<12} {'killed' if killed else 'not running'}")
 
 
@@ -148,7 +157,9 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="stack", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("command", choices=sorted(COMMANDS))
-    parser.add_argument("services", nargs="*", help=f"services (default: all of {', '.join(ORDER)})")
+    parser.add_argument(
+        "services", nargs="*", help=f"services (default: all of {', '.join(ORDER)}); processes for start-apps and kill"
+    )
     args = parser.parse_args(argv)
     try:
         cfg = StackConfig.from_env(os.environ)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shlex
 import socket
 import sys
@@ -16,7 +17,7 @@ import pytest
 from supervisor.options import ServerOptions
 
 from deploy.local.checks import StackError, ensure_port_free, wait_until
-from deploy.local.services import SERVICES, StackConfig
+from deploy.local.services import SERVICES, Kafka, KafkaCluster, StackConfig, make_service
 from deploy.local.stack import APPS, OPTIONAL, ORDER
 from deploy.local.supervisor import CONF, Supervisor, _alive
 from footfall.config import LOCAL_PORTS, load_config
@@ -42,7 +43,8 @@ def test_config_declares_every_process_the_stack_runs(monkeypatch: pytest.Monkey
     programs = _programs(monkeypatch, tmp_path)
     cfg = StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path)})
     services = [name for service in ORDER + OPTIONAL for name in SERVICES[service](cfg).programs()]
-    assert sorted(programs) == sorted(APPS + services)
+    brokers = KafkaCluster(StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_BROKERS": "3"}))
+    assert sorted(programs) == sorted(APPS + services + brokers.programs())
 
 
 def test_config_leaves_starting_and_restarting_to_the_stack(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -65,6 +67,30 @@ def test_config_commands_use_the_stack_ports(monkeypatch: pytest.MonkeyPatch, tm
     assert command["minio"][command["minio"].index("--address") + 1] == f"127.0.0.1:{LOCAL_PORTS['minio']}"
     # The S3 server's keys come from its environment, never its command line.
     assert not [arg for arg in command["minio"] if "footfall-local" in arg]
+    assert command["kafka-broker-3"][-1] == str(tmp_path / "kafka-cluster-29092" / "node-3" / "server.properties")
+
+
+def test_a_kafka_cluster_is_three_nodes_on_port_pairs(tmp_path: Path) -> None:
+    """FOOTFALL_KAFKA_BROKERS=3: three nodes on consecutive port pairs, all in the bootstrap list."""
+    env = {"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_PORT": "29092", "FOOTFALL_KAFKA_BROKERS": "3"}
+    cfg = StackConfig.from_env(env)
+    kafka = make_service("kafka", cfg)
+    assert isinstance(kafka, KafkaCluster)
+    assert kafka.ports() == [29092, 29093, 29094, 29095, 29096, 29097]
+    assert cfg.app_environment()["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:29092,127.0.0.1:29094,127.0.0.1:29096"
+    assert type(make_service("kafka", StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path)}))) is Kafka
+
+
+@pytest.mark.parametrize(
+    ("brokers", "clash", "message"),
+    [("2", {}, "FOOTFALL_KAFKA_BROKERS: expected 1 or 3 (got 2)"), ("3", {"FOOTFALL_REDIS_PORT": "29095"}, "overlap")],
+)
+def test_a_kafka_cluster_refuses_two_brokers_and_port_clashes(
+    brokers: str, clash: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    env = {"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_PORT": "29092", "FOOTFALL_KAFKA_BROKERS": brokers}
+    with pytest.raises(StackError, match=re.escape(message)):
+        StackConfig.from_env({**env, **clash})
 
 
 # --- the client, on a supervisord of its own ---------------------------------------------------
@@ -157,6 +183,45 @@ def test_kill_ends_the_process_at_once(supervisor: Supervisor) -> None:
     assert not _alive(pid)
     assert supervisor.pid("stubborn") is None
     assert supervisor.kill("stubborn") is False
+
+
+def _peer(me: str, peer: str) -> str:
+    """A node that on SIGTERM waits for its peer to be stopping too, like the last Kafka node
+    waiting for a quorum; prints "clean" if it was, and exits."""
+    return (
+        "import os, signal, time\n"
+        "state = os.environ['FOOTFALL_STATE_DIR']\n"
+        "def stop(*_):\n"
+        f"    open(f'{{state}}/{me}.mark', 'w').close()\n"
+        "    deadline = time.time() + 30\n"
+        f"    while not os.path.exists(f'{{state}}/{peer}.mark') and time.time() < deadline:\n"
+        "        time.sleep(0.02)\n"
+        "    print('clean', flush=True)\n"
+        "    raise SystemExit(0)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    time.sleep(1)\n"
+    )
+
+
+def test_stop_together_stops_peers_at_once(tmp_path: Path) -> None:
+    """Nodes that wait for each other on SIGTERM all stop cleanly (one by one, the first would
+    wait for its peer until SIGKILL)."""
+    sv = _supervisor(tmp_path, {"node-a": _peer("node-a", "node-b"), "node-b": _peer("node-b", "node-a")})
+    try:
+        pids = [sv.start("node-a"), sv.start("node-b")]
+        for name in ("node-a", "node-b"):
+            wait_until(lambda name=name: _last_line(sv.log_file(name)) == "ready", 10, f"{name} ready")
+        assert sv.stop_together(["node-b", "node-a", "forker"]) == [
+            ("node-b", True),
+            ("node-a", True),
+            ("forker", False),
+        ]
+        assert [_last_line(sv.log_file(name)) for name in ("node-a", "node-b")] == ["clean", "clean"]
+        assert not any(_alive(pid) for pid in pids)
+    finally:
+        sv.shutdown()
 
 
 def test_an_early_exit_is_reported_with_the_log(supervisor: Supervisor) -> None:
