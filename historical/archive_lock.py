@@ -32,6 +32,7 @@ from historical.lease import Lease
 KEY = "ff:lock:rollup"
 TTL_S = 120  # a dead holder's lock lapses this soon; a live one renews it every TTL_S / 3
 REPEAT_WAITING_S = 60  # a waiter says again whom it waits for this often
+COMMAND_WAIT_S = 900.0  # how long an operator's command waits for the lock, unless told (--lock-timeout)
 
 
 def _stamp(at: dt.datetime) -> str:

@@ -15,9 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from archive.compaction import SETTLED_AFTER_S, compact_ended_hours
 from archive.store import Archive
 from footfall.config import footfall_config
-from historical.archive_lock import ArchiveLockBusy, archive_lock, sigterm_exits
-
-LOCK_TIMEOUT_S = 900.0
+from historical.archive_lock import COMMAND_WAIT_S, ArchiveLockBusy, archive_lock, sigterm_exits
 
 
 class Command(BaseCommand):
@@ -30,8 +28,8 @@ class Command(BaseCommand):
             help="only hours that ended at least this long ago (default %(default)s)",
         )  # fmt: skip
         parser.add_argument(
-            "--lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
-            help=f"wait up to SECONDS for a running rollup to finish (default {LOCK_TIMEOUT_S:.0f})",
+            "--lock-timeout", type=float, default=COMMAND_WAIT_S, metavar="SECONDS",
+            help=f"wait up to SECONDS for a running rollup to finish (default {COMMAND_WAIT_S:.0f})",
         )  # fmt: skip
 
     def handle(self, *args: object, **opts: object) -> None:

@@ -26,10 +26,8 @@ from tqdm import tqdm
 from archive.archiver import GROUP as ARCHIVER_GROUP
 from footfall.config import footfall_config
 from footfall_capture.kafka import client_config
-from historical.archive_lock import ArchiveLockBusy, archive_lock, sigterm_exits
+from historical.archive_lock import COMMAND_WAIT_S, ArchiveLockBusy, archive_lock, sigterm_exits
 from historical.rollups import RollupFailed, legacy_change_days, run_rollup, site_zones
-
-LOCK_TIMEOUT_S = 900.0
 
 
 def _date(value: str) -> dt.date:
@@ -58,8 +56,8 @@ class Command(BaseCommand):
             help="first wait up to SECONDS for the archiver to catch up with the events topic",
         )  # fmt: skip
         parser.add_argument(
-            "--lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
-            help=f"wait up to SECONDS for a running rollup or compaction to finish (default {LOCK_TIMEOUT_S:.0f})",
+            "--lock-timeout", type=float, default=COMMAND_WAIT_S, metavar="SECONDS",
+            help=f"wait up to SECONDS for a running rollup or compaction to finish (default {COMMAND_WAIT_S:.0f})",
         )  # fmt: skip
 
     def handle(self, *args: object, **opts: object) -> None:
