@@ -134,6 +134,7 @@ class Config:
     # Jars on the same path on the driver and every Spark node, e.g. hadoop-aws and the AWS
     # SDK for an s3:// archive ("" when the cluster's Spark has them already).
     spark_extra_classpath: str
+    spark_driver_memory: str  # spark-submit --driver-memory: the rollup's driver collects one day at a time
     data_dir: Path
     static_root: Path
     spool_dir: Path
@@ -207,6 +208,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         archive_url=_archive_url(env, data_dir),
         archive_s3=_archive_s3(env),
         spark_extra_classpath=_classpath(env, "FOOTFALL_SPARK_EXTRA_CLASSPATH"),
+        spark_driver_memory=_memory(env, "FOOTFALL_SPARK_DRIVER_MEMORY", "2g"),
         data_dir=data_dir,
         static_root=_absolute_dir(env, "FOOTFALL_STATIC_ROOT", data_dir / "static"),
         spool_dir=Path(env.get("FOOTFALL_SPOOL_DIR") or data_dir / "spool").expanduser().resolve(),
@@ -393,6 +395,16 @@ def _with_db(redis_url: str, db: int) -> str:
     if parts.scheme == "unix":
         return redis_url
     return parts._replace(path=f"/{db}").geturl()
+
+
+_MEMORY = re.compile(r"[1-9][0-9]*[kmgt]", re.IGNORECASE)
+
+
+def _memory(env: Mapping[str, str], name: str, default: str) -> str:
+    raw = env.get(name) or default
+    if not _MEMORY.fullmatch(raw):
+        raise ConfigError(name, "a JVM memory size such as 512m or 2g", raw)
+    return raw
 
 
 def _spark_master(env: Mapping[str, str]) -> str:

@@ -68,7 +68,7 @@ def spark_submit_command(
         "--conf", "spark.sql.session.timeZone=UTC",
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
-        "--driver-memory", os.environ.get("FOOTFALL_SPARK_DRIVER_MEMORY", "2g"),
+        "--driver-memory", cfg.spark_driver_memory,
         str(REPO / "spark_jobs" / "rollup.py"),
         "--from", first.isoformat(), "--to", last.isoformat(),
         "--sites", json.dumps(zones),

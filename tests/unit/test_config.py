@@ -121,6 +121,7 @@ def test_production_config_is_accepted() -> None:
         ("DATABASE_URL", "oracle-ish://nowhere"),
         ("SPARK_MASTER", "local[two]"),
         ("SPARK_MASTER", "mesos://x:5050"),
+        ("FOOTFALL_SPARK_DRIVER_MEMORY", "2 GB"),
         ("ARCHIVE_URL", "relative/dir"),
         ("ARCHIVE_URL", "ftp://host/dir"),
         ("FOOTFALL_EVENTS_TOPIC", "bad topic!"),
