@@ -21,6 +21,7 @@ site's time zone, so "unique visitors today" follows the site's own day.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import secrets
 import threading
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 SALT_POLICIES = ("daily", "daily_site_tz")
 GRACE = dt.timedelta(minutes=10)
 LATE_WINDOW = dt.timedelta(days=7)
+UTC_NOW = functools.partial(dt.datetime.now, dt.UTC)  # the default clock: the time now, in UTC
 ONE_DAY = dt.timedelta(days=1)  # made once: salt() asks for the next day on every event
 RETRY_S = 5.0  # after Redis failed, how long salts not held are reported unavailable without asking it
 KEY = "ff:salt:{day}"
@@ -77,7 +79,7 @@ class SaltStore:
         self,
         client: redis.Redis,
         late_window: dt.timedelta = LATE_WINDOW,
-        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        clock: Callable[[], dt.datetime] = UTC_NOW,
     ) -> None:
         self.client = client
         self.late_window = late_window

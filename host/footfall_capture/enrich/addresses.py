@@ -204,7 +204,7 @@ def client_address(remote_addr: str | None, forwarded_for: str | None, trusted_p
 def _client_text(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> str | None:
     candidate = remote_addr
     if trusted_proxies and forwarded_for:
-        hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+        hops = list(filter(None, map(str.strip, forwarded_for.split(","))))  # non-empty entries, stripped
         if len(hops) >= trusted_proxies:
             candidate = hops[-trusted_proxies]
     return candidate
