@@ -140,15 +140,36 @@ class Event(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fiel
             raise ValueError(f"unsupported schema version {self.schema}")
         if (
             EVENT_ID.fullmatch(self.event_id) is None
-            or SITE_ID.fullmatch(self.site_id) is None
-            or EVENT_TYPE.fullmatch(self.type) is None
+            or (self.site_id not in _SITE_IDS and not _matches(SITE_ID, self.site_id, _SITE_IDS))
+            or (self.type not in _TYPES and not _matches(EVENT_TYPE, self.type, _TYPES))
             or (self.visitor_id is not None and VISITOR_ID.fullmatch(self.visitor_id) is None)
-            or (self.country is not None and COUNTRY.fullmatch(self.country) is None)
-            or (self.method is not None and METHOD.fullmatch(self.method) is None)
-        ):
+            or (self.country is not None and self.country not in _COUNTRIES
+                and not _matches(COUNTRY, self.country, _COUNTRIES))
+            or (self.method is not None and self.method not in _METHODS and not _matches(METHOD, self.method, _METHODS))
+        ):  # fmt: skip
             raise ValueError(_shape_error(self))
         if self.type == "pageview" and not self.url:
             raise ValueError("a pageview needs a url")
+
+
+# Site ids, event types, countries and methods repeat in nearly every event: each distinct
+# value is matched once and then remembered, up to _KNOWN_MAX values per field (a field that
+# sees more, e.g. made-up event types, starts over).
+_KNOWN_MAX: Final = 1024
+_SITE_IDS: Final[set[str]] = set()
+_TYPES: Final[set[str]] = set()
+_COUNTRIES: Final[set[str]] = set()
+_METHODS: Final[set[str]] = set()
+
+
+def _matches(pattern: re.Pattern[str], value: str, known: set[str]) -> bool:
+    """Whether ``value`` has ``pattern``'s shape; remembered in ``known`` if it does."""
+    if pattern.fullmatch(value) is None:
+        return False
+    if len(known) >= _KNOWN_MAX:
+        known.clear()
+    known.add(value)
+    return True
 
 
 _SHAPES: Final = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from footfall_capture import events
 from footfall_capture.events import (
     MAX_EVENT_BYTES,
     Event,
@@ -171,3 +172,14 @@ def test_decode_is_pure() -> None:
     """Decoding the same bytes twice gives equal events (no hidden state)."""
     data = raw(props={"a": 1})
     assert decode(data) == decode(data)
+
+
+def test_remembered_shapes_stay_bounded_and_never_admit_a_bad_value() -> None:
+    """Repeating values are matched once; a flood of made-up types cannot grow the memory, and
+    a misshapen value is refused however many good ones came before."""
+    for i in range(3000):
+        make(type=f"custom.{i}")
+    assert len(events._TYPES) <= events._KNOWN_MAX
+    make(site_id="good-site")
+    with pytest.raises(ValueError, match=r"\$\.site_id"):
+        make(site_id="good-site\n")
