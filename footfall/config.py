@@ -350,10 +350,14 @@ def _bootstrap_servers(env: Mapping[str, str]) -> str:
     return ",".join(servers)
 
 
-def _events_retention_ms(env: Mapping[str, str], realtime_retention_s: int) -> int:
+def least_events_retention_ms(realtime_retention_s: int) -> int:
     """The events topic must keep the whole realtime window (plus the time a rebuild takes),
     or ``rebuild_realtime`` would recount a window whose oldest events Kafka already deleted."""
-    least = realtime_retention_s * 1000 + EVENTS_RETENTION_MARGIN_MS
+    return realtime_retention_s * 1000 + EVENTS_RETENTION_MARGIN_MS
+
+
+def _events_retention_ms(env: Mapping[str, str], realtime_retention_s: int) -> int:
+    least = least_events_retention_ms(realtime_retention_s)
     raw = env.get("FOOTFALL_EVENTS_RETENTION_MS")
     if raw is None or raw == "":
         return max(DEFAULT_EVENTS_RETENTION_MS, least)

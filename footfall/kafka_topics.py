@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from footfall.config import EVENTS_RETENTION_MARGIN_MS, Config
+from footfall.config import Config, least_events_retention_ms
 from footfall_capture.kafka import client_config
 
 INVALID_RETENTION_MS = 30 * 86_400_000
@@ -50,14 +50,13 @@ class TopicReport:
 def wanted_topics(cfg: Config) -> list[TopicSpec]:
     """The events topic and the invalid-events topic for ``cfg``."""
     replicas = {"min.insync.replicas": str(cfg.min_insync_replicas)}
-    least = cfg.realtime_retention_s * 1000 + EVENTS_RETENTION_MARGIN_MS
     return [
         TopicSpec(
             cfg.events_topic,
             cfg.events_partitions,
             cfg.replication_factor,
             {"retention.ms": str(cfg.events_retention_ms), **replicas},
-            least_retention_ms=least,
+            least_retention_ms=least_events_retention_ms(cfg.realtime_retention_s),
         ),
         TopicSpec(
             cfg.invalid_topic, 1, cfg.replication_factor, {"retention.ms": str(INVALID_RETENTION_MS), **replicas}
