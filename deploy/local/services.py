@@ -199,6 +199,11 @@ def _need(command: str, *packages: str) -> str:
     return path
 
 
+def new_cluster_id() -> str:
+    """A fresh KRaft cluster id: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
 def _maven_libs(cfg: StackConfig, what: str, pom: Path, version_property: str, version: str, libs: Path) -> None:
     """Copy the runtime dependencies of ``pom`` (at ``version``) from Maven Central into ``libs``,
     once: a ``.complete`` marker in ``libs`` says a previous copy finished."""
@@ -429,23 +434,23 @@ class Kafka(Service):
         (self.home / "log4j2.properties").write_text((HERE / "kafka" / "log4j2.properties").read_text())
         if (data / "meta.properties").exists():
             return
-        # A KRaft cluster id is 16 random bytes, URL-safe base64 without padding. It may start
-        # with "-", hence --cluster-id=… in one argument.
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # A new id may start with "-", hence --cluster-id=… in one argument.
         subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={cluster_id}",
+            self._java("kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={new_cluster_id()}",
                        "-c", str(self.home / "server.properties")),
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
 
-    def _app(self) -> Config:
-        """Footfall's configuration against this stack (its brokers, topics and Kafka security)."""
+    @functools.cached_property
+    def app(self) -> Config:
+        """Footfall's configuration against this stack (its brokers, topics and Kafka security),
+        read once: the health checks poll through it."""
         return load_config({**os.environ, **self.cfg.app_environment()}, REPO)
 
     def _admin(self):  # noqa: ANN202 - confluent_kafka is imported lazily
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient(client_config(self._app().kafka, log_level=0))
+        return AdminClient(client_config(self.app.kafka, log_level=0))
 
     def healthy(self) -> bool:
         from confluent_kafka import KafkaException
@@ -457,14 +462,13 @@ class Kafka(Service):
         return len(metadata.brokers) >= self.cfg.kafka_brokers
 
     def _topics(self) -> tuple[str, str]:
-        app = self._app()
-        return app.events_topic, app.invalid_topic
+        return self.app.events_topic, self.app.invalid_topic
 
     def topic_sizes(self) -> dict[str, int]:
         """Messages retained per project topic (sum of high minus low watermarks)."""
         from confluent_kafka import Consumer, TopicPartition
 
-        consumer = Consumer(client_config(self._app().kafka, **{"group.id": "footfall-status"}))
+        consumer = Consumer(client_config(self.app.kafka, **{"group.id": "footfall-status"}))
         try:
             sizes = {}
             for topic in self._topics():
@@ -480,7 +484,7 @@ class Kafka(Service):
         from footfall.kafka_topics import TopicError, ensure_topics, wanted_topics
 
         try:
-            report = ensure_topics(self._admin(), wanted_topics(self._app()))
+            report = ensure_topics(self._admin(), wanted_topics(self.app))
         except TopicError as exc:
             raise StackError(f"kafka: {exc}") from exc
         for difference in report.differences:
@@ -524,7 +528,7 @@ class KafkaCluster(Kafka):
         """The cluster's id: every node's log is formatted with the same one, kept beside them."""
         path = self.home / "cluster-id"
         if not path.exists():
-            path.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
+            path.write_text(new_cluster_id() + "\n")
         return path.read_text().strip()
 
     def prepare(self) -> None:
