@@ -15,11 +15,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from archive.compaction import SETTLED_AFTER_S, compact_ended_hours
 from archive.store import Archive
 from footfall.config import footfall_config
-from historical.archive_lock import COMMAND_WAIT_S, ArchiveLockBusy, archive_lock, sigterm_exits
+from historical.management.archive_lock_option import add_lock_timeout, holding_archive_lock
 
 
 class Command(BaseCommand):
-    help = "Merge the small files of ended hours of a local archive (under the archive lock)."
+    help = "Merge the small files of ended hours of the archive (under the archive lock)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--min-files", type=int, default=8, help="merge an hour only from this many files on")
@@ -27,29 +27,19 @@ class Command(BaseCommand):
             "--settled-after-hours", type=float, default=SETTLED_AFTER_S / 3600, metavar="HOURS",
             help="only hours that ended at least this long ago (default %(default)s)",
         )  # fmt: skip
-        parser.add_argument(
-            "--lock-timeout", type=float, default=COMMAND_WAIT_S, metavar="SECONDS",
-            help=f"wait up to SECONDS for a running rollup to finish (default {COMMAND_WAIT_S:.0f})",
-        )  # fmt: skip
+        add_lock_timeout(parser, "a running rollup")
 
     def handle(self, *args: object, **opts: object) -> None:
         if int(opts["min_files"]) < 2:
             raise CommandError("--min-files must be at least 2")
         cfg = footfall_config()
-        try:
-            with (
-                sigterm_exits(),
-                archive_lock(
-                    cfg.redis_url, "manage.py compact_archive", float(opts["lock_timeout"]), say=self.stdout.write
-                ),
-            ):
-                done = compact_ended_hours(
-                    Archive.from_config(cfg), dt.datetime.now(dt.UTC),
-                    settled_after_s=float(opts["settled_after_hours"]) * 3600, min_files=int(opts["min_files"]),
-                )  # fmt: skip
-                self.stdout.write(
-                    f"merged {done['files_merged']} files in {done['partitions']} hours; "
-                    f"removed {done['temporary_removed']} stale temporary files"
-                )
-        except ArchiveLockBusy as busy:
-            raise CommandError(f"{busy}; to wait longer, give --lock-timeout SECONDS") from None
+        lock_timeout = float(opts["lock_timeout"])
+        with holding_archive_lock(cfg.redis_url, "manage.py compact_archive", lock_timeout, self.stdout.write):
+            done = compact_ended_hours(
+                Archive.from_config(cfg), dt.datetime.now(dt.UTC),
+                settled_after_s=float(opts["settled_after_hours"]) * 3600, min_files=int(opts["min_files"]),
+            )  # fmt: skip
+            self.stdout.write(
+                f"merged {done['files_merged']} files in {done['partitions']} hours; "
+                f"removed {done['temporary_removed']} stale temporary files"
+            )

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from confluent_kafka import Consumer, TopicPartition
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -26,7 +25,7 @@ from tqdm import tqdm
 from archive.archiver import GROUP as ARCHIVER_GROUP
 from footfall.config import footfall_config
 from footfall_capture.kafka import client_config
-from historical.archive_lock import COMMAND_WAIT_S, ArchiveLockBusy, archive_lock, sigterm_exits
+from historical.management.archive_lock_option import add_lock_timeout, holding_archive_lock
 from historical.rollups import RollupFailed, legacy_change_days, run_rollup, site_zones
 
 
@@ -55,10 +54,7 @@ class Command(BaseCommand):
             "--wait-archived", type=float, default=0, metavar="SECONDS",
             help="first wait up to SECONDS for the archiver to catch up with the events topic",
         )  # fmt: skip
-        parser.add_argument(
-            "--lock-timeout", type=float, default=COMMAND_WAIT_S, metavar="SECONDS",
-            help=f"wait up to SECONDS for a running rollup or compaction to finish (default {COMMAND_WAIT_S:.0f})",
-        )  # fmt: skip
+        add_lock_timeout(parser, "a running rollup or compaction")
 
     def handle(self, *args: object, **opts: object) -> None:
         if opts["legacy_hours"]:
@@ -103,14 +99,8 @@ class Command(BaseCommand):
                     f"coverage {drift['coverage']:.0%}"
                 )
 
-    @contextmanager
-    def _archive_lock(self, what: str, timeout_s: float) -> Iterator[None]:
-        """Hold the archive lock for the block; SIGTERM and Ctrl-C release it on the way out."""
-        try:
-            with sigterm_exits(), archive_lock(footfall_config().redis_url, what, timeout_s, say=self.stdout.write):
-                yield
-        except ArchiveLockBusy as busy:
-            raise CommandError(f"{busy}; to wait longer, give --lock-timeout SECONDS") from None
+    def _archive_lock(self, what: str, timeout_s: float) -> AbstractContextManager[None]:
+        return holding_archive_lock(footfall_config().redis_url, what, timeout_s, self.stdout.write)
 
     def _legacy_hours(self, sites: list[str] | None, master: str | None) -> None:
         try:
