@@ -21,8 +21,9 @@ processes themselves are declared in ``deploy/local/supervisord.conf`` and run b
   cached), plus Hadoop's S3A connector jars from Maven Central so Spark reads ``s3a://``.
   Not part of the default stack: ``stack start minio``.
 * Chromium: Debian's package, for browser tests; "starting" it means it runs.
-* nginx: Debian's package unpacked into the cache (never run as a server), so the
-  deployment test checks ``deploy/proxy/`` with ``nginx -t``.
+* deploy-tools: Debian's nginx unpacked into the cache (never run as a server), openssl and
+  systemd-analyze, so the deployment test checks ``deploy/`` with ``nginx -t`` and
+  ``systemd-analyze verify``.
 """
 
 from __future__ import annotations
@@ -802,21 +803,26 @@ class Chromium(Service):
         return True
 
 
-class Nginx(Service):
-    """Debian's nginx binary for ``nginx -t`` of the proxy example (tests/unit/test_deploy_material.py).
+class DeployTools(Service):
+    """What the deployment test (tests/unit/test_deploy_material.py) runs on the material in
+    ``deploy/``: Debian's nginx binary for ``nginx -t``, ``openssl`` for its test certificate,
+    and ``systemd-analyze verify`` for the units.
 
-    The package is downloaded and unpacked into the cache, not installed: installing it would
-    start a web server on port 80 of a shared machine. An nginx already on the PATH is used as is.
+    nginx is downloaded and unpacked into the cache, not installed: installing it would start
+    a web server on port 80 of a shared machine. An nginx already on the PATH is used as is.
     """
 
-    name = "nginx"
+    name = "deploy-tools"
 
     @property
     def binary(self) -> Path:
+        """The nginx binary."""
         found = shutil.which("nginx")
         return Path(found) if found else self.cfg.cache_dir / "nginx" / "usr" / "sbin" / "nginx"
 
     def install(self) -> None:
+        _need("openssl", "openssl")
+        _need("systemd-analyze", "systemd")
         if self.binary.exists():
             return
         if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
@@ -853,7 +859,7 @@ SERVICES: dict[str, type[Service]] = {
     "spark": Spark,
     "chromium": Chromium,
     "spark-cluster": SparkCluster,
-    "nginx": Nginx,
+    "deploy-tools": DeployTools,
     "minio": Minio,
 }
 

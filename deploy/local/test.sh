@@ -25,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 started=$(date +%s)
-"$py" -m deploy.local.stack start redis mongo kafka spark chromium spark-cluster minio nginx
+"$py" -m deploy.local.stack start redis mongo kafka spark chromium spark-cluster minio deploy-tools
 eval "$("$py" -m deploy.local.stack env)"
 echo "services up in $(( $(date +%s) - started ))s"
 

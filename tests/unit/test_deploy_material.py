@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from collector.views import MAX_BATCH_BYTES
-from deploy.local.services import KAFKA_VERSION, Nginx, StackConfig
+from deploy.local.services import KAFKA_VERSION, DeployTools, StackConfig
 from footfall.config import REQUIRED_HINTS
 from footfall_capture import kafka_security
 from footfall_capture.settings import NAMES as CAPTURE_NAMES
@@ -132,8 +132,7 @@ def processes() -> Iterator[tuple[str, list[str]]]:
 def test_systemd_units_verify(tmp_path: Path) -> None:
     """systemd-analyze verify accepts every unit, with the install prefix mapped to this virtualenv."""
     analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze is not on this machine (Debian: package systemd)")
+    assert analyze, "systemd-analyze is missing: python -m deploy.local.stack start deploy-tools (test.sh does)"
     env_file = tmp_path / "footfall.env"
     env_file.write_text("")
     for path in unit_files():
@@ -194,12 +193,10 @@ def test_compose_runs_the_whole_stack() -> None:
 
 def test_nginx_accepts_the_proxy_example(tmp_path: Path) -> None:
     """nginx -t accepts deploy/proxy/nginx with a throw-away certificate (Debian's nginx from the stack)."""
-    nginx = Nginx(StackConfig.from_env(os.environ)).binary
-    if not nginx.exists():
-        pytest.skip("nginx is not installed: python -m deploy.local.stack start nginx (test.sh does)")
+    nginx = DeployTools(StackConfig.from_env(os.environ)).binary
     openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl is not on this machine: it makes the test certificate")
+    assert nginx.exists(), "nginx is missing: python -m deploy.local.stack start deploy-tools (test.sh does)"
+    assert openssl, "openssl is missing: python -m deploy.local.stack start deploy-tools (test.sh does)"
     tls = tmp_path / "tls"
     tls.mkdir()
     subprocess.run(
