@@ -31,6 +31,17 @@ def stack(*args: str, timeout: float = 300) -> None:
     )  # fmt: skip
 
 
+def start_archiver(cfg: Config, topic: str, batch_size: int) -> subprocess.Popen:
+    """The real archiver (``manage.py run_archiver``) on ``topic`` in a group of its own, writing
+    to ``cfg``'s archive (an S3 archive's endpoint and keys come from the environment)."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "run_archiver", "--topic", topic, "--group", f"arch-{topic}",
+         "--batch-size", str(batch_size), "--batch-time", "1", "--session-timeout-ms", "6000"],
+        cwd=REPO, env={**os.environ, "ARCHIVE_URL": cfg.archive_url},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
 def wait_while_progressing(remaining: Callable[[], int], stall_s: float, what: str, every: float = 1.0) -> float:
     """Poll ``remaining()`` (e.g. a consumer group's lag) until it is 0; return the seconds it took.
 

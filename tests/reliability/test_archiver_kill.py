@@ -12,10 +12,8 @@ once, by design): the archive's dedup leaves each id once, which is checked and 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -30,20 +28,11 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from realtime.health import consumer_lag
 from tests.integration.kafka_tail import produce
-from tests.reliability.conftest import REPO, Results, Row, size
-from tests.reliability.faults import fresh_topic, private, topic_event_ids, wait_while_progressing
+from tests.reliability.conftest import Results, Row, size
+from tests.reliability.faults import fresh_topic, private, start_archiver, topic_event_ids, wait_while_progressing
 
 EVENTS = size(20_000, 200_000)
 KILLS = size(4, 10)
-
-
-def start_archiver(cfg: Config, topic: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "run_archiver", "--topic", topic, "--group", f"arch-{topic}",
-         "--batch-size", "2000", "--batch-time", "1", "--session-timeout-ms", "6000"],
-        cwd=REPO, env={**os.environ, "ARCHIVE_URL": cfg.archive_url},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def temporary_files(archive: Archive) -> list[Path]:
@@ -79,9 +68,9 @@ def test_archiver_kill_9_mid_file(cfg: Config, tmp_path: Path, results: Results)
         archive = Archive(pcfg.archive_url)
         mid_file = 0
         for _ in range(KILLS):
-            mid_file += kill_mid_file(start_archiver(pcfg, topic), archive)
+            mid_file += kill_mid_file(start_archiver(pcfg, topic, 2000), archive)
         left_behind = len(temporary_files(archive))
-        final = start_archiver(pcfg, topic)
+        final = start_archiver(pcfg, topic, 2000)
         try:
             group = f"arch-{topic}"
             # The whole day may take minutes on a busy machine: fail only if the lag stops going down.

@@ -16,7 +16,6 @@ import datetime as dt
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -35,12 +34,12 @@ from footfall.demo import DemoTraffic
 from footfall.models import Site
 from footfall_capture.events import Event, encode
 from historical import tasks
-from historical.rollups import REPO, run_rollup
+from historical.rollups import run_rollup
 from historical.store import documents
 from realtime.health import consumer_lag
 from tests.integration.batch.test_rollup_e2e import TZ, assert_matches_truth, two_days_of_traffic
 from tests.integration.kafka_tail import produce
-from tests.reliability.faults import fresh_topic, topic_event_ids, wait_while_progressing
+from tests.reliability.faults import fresh_topic, start_archiver, topic_event_ids, wait_while_progressing
 
 EVENTS = 12_000
 KILLS = 3
@@ -48,16 +47,6 @@ KILLS = 3
 
 def rows_of(site: str, events: list[Event]) -> list[ArchiveRow]:
     return [ArchiveRow(partition_path(site, e.ts), to_row(e, encode(e), 0, i)) for i, e in enumerate(events)]
-
-
-def start_archiver(cfg: Config, topic: str) -> subprocess.Popen:
-    """The real archiver, writing to ``cfg``'s S3 archive (endpoint and keys from the environment)."""
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "run_archiver", "--topic", topic, "--group", f"arch-{topic}",
-         "--batch-size", "1000", "--batch-time", "1", "--session-timeout-ms", "6000"],
-        cwd=REPO, env={**os.environ, "ARCHIVE_URL": cfg.archive_url},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def kill_mid_upload(proc: subprocess.Popen, uploads: Callable[[], set[str]], timeout: float = 60.0) -> bool:
@@ -85,8 +74,8 @@ def test_archiver_killed_mid_write_on_s3_leaves_no_partial_object_and_loses_noth
     archive = Archive.from_config(s3_cfg)
     with fresh_topic(s3_cfg) as topic:
         produce(s3_cfg, topic, events)
-        mid_object = sum(kill_mid_upload(start_archiver(s3_cfg, topic), uploads_in_flight) for _ in range(KILLS))
-        final = start_archiver(s3_cfg, topic)
+        mid_object = sum(kill_mid_upload(start_archiver(s3_cfg, topic, 1000), uploads_in_flight) for _ in range(KILLS))
+        final = start_archiver(s3_cfg, topic, 1000)
         try:
             wait_while_progressing(lambda: sum(consumer_lag(s3_cfg, f"arch-{topic}", topic).values()), 120, "lag")
         finally:
