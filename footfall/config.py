@@ -124,6 +124,8 @@ class Config:
     min_insync_replicas: int
     events_retention_ms: int  # -1: kept for ever
     redis_url: str
+    # The speed layer's Redis shards (realtime.keys, Shards); one, REDIS_URL, by default.
+    realtime_redis_urls: tuple[str, ...]
     celery_broker_url: str
     cache_url: str
     mongo_url: str
@@ -144,6 +146,7 @@ class Config:
     client_burst: int
     ingest_max_age_ms: int
     realtime_retention_s: int
+    realtime_dedup_s: int  # how long the speed layer recognises a repeated event id (at least)
     api_rate_per_minute: int
     api_cache_items: int  # 0: no cache of settled reads
 
@@ -198,6 +201,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         ),
         events_retention_ms=_events_retention_ms(env, realtime_retention_s),
         redis_url=redis_url,
+        realtime_redis_urls=_redis_shards(env, redis_url),
         # Celery's broker lives in its own Redis database so a FLUSHDB of counters in a
         # test or a rebuild can never drop queued tasks.
         celery_broker_url=_url(env, "CELERY_BROKER_URL", ("redis", "rediss"), _with_db(redis_url, 1)),
@@ -223,6 +227,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         # (older days are backfilled with the import command and a re-rollup).
         ingest_max_age_ms=_int(env, "FOOTFALL_INGEST_MAX_AGE_HOURS", 7 * 24, low=1, high=24 * 366) * 3_600_000,
         realtime_retention_s=realtime_retention_s,
+        realtime_dedup_s=_int(env, "FOOTFALL_REALTIME_DEDUP_HOURS", 2, low=1, high=realtime_retention_s // 3600) * 3600,
         api_rate_per_minute=_int(env, "FOOTFALL_API_RATE_PER_MINUTE", 600, low=1, high=1_000_000),
         # Per process: rollup documents and breakdown values held from reads of settled days
         # (measured ~0.6 KB a document, ~0.2 KB a value: the default holds ~120 MB at most).
@@ -392,6 +397,22 @@ def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...], default: s
     except ValueError as exc:
         raise ConfigError(name, "a URL whose port is a number between 1 and 65535", raw) from exc
     return raw
+
+
+def _redis_shards(env: Mapping[str, str], redis_url: str) -> tuple[str, ...]:
+    """``FOOTFALL_REALTIME_REDIS_URLS``: comma-separated Redis URLs, each a shard of the
+    speed layer, in a fixed order (an event's shard is its position: never reorder them
+    while counters are kept; see realtime.keys)."""
+    name = "FOOTFALL_REALTIME_REDIS_URLS"
+    raw = env.get(name, "").strip()
+    if not raw:
+        return (redis_url,)
+    urls = tuple(url.strip() for url in raw.split(","))
+    for url in urls:
+        _url({name: url}, name, ("redis", "rediss", "unix"), url)
+    if len(set(urls)) != len(urls):
+        raise ConfigError(name, "distinct Redis URLs, one per shard", raw)
+    return urls
 
 
 def _with_db(redis_url: str, db: int) -> str:

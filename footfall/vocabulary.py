@@ -61,6 +61,10 @@ INTERVAL_MINUTES: Final[Mapping[str, int]] = {"minute": 1, "hour": 60}
 REFPAGE_SEPARATOR: Final = "\x1f"  # joins referrer label and path; no URL or label holds it
 REF_DIRECT: Final = "(direct)"  # no referrer at all
 REF_UNKNOWN: Final = "(unknown)"  # a referrer that names no host or app (not an http(s) URL)
+# The speed layer's label for the values of a dimension past its cap in one bucket (the
+# values first seen once the bucket held its share; see realtime.keys). No path, URL or
+# label above is spelled so.
+VALUE_OTHER: Final = "(other)"
 
 
 def ref_label(ref_domain: str | None, referrer: str | None) -> str:

@@ -54,10 +54,9 @@ class PipelineHealth:
 
     def speed_layer(self, site_id: str) -> SpeedLayer:
         """The realtime layer's view of a site (raises if Redis is down)."""
-        client, layout = self.store.client, self.store.layout
-        last = client.zrevrange(layout.active(site_id), 0, 0, withscores=True)
-        stats = {k.decode(): int(v) for k, v in client.hgetall(layout.stats).items()}
-        return SpeedLayer(int(last[0][1]) if last else None, stats)
+        key = self.store.layout.active(site_id)
+        newest = [top[0][1] for c in self.store.shards if (top := c.zrevrange(key, 0, 0, withscores=True))]
+        return SpeedLayer(int(max(newest)) if newest else None, self.store.stats())
 
     def lag(self) -> dict[str, Any]:
         """``{"realtime": realtime_health(...), "archiver_lag": n}``, cached for :data:`LAG_TTL_S`

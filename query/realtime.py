@@ -7,6 +7,8 @@ rounded to whole minutes (the store's resolution).
 
 Visitors over a range are HyperLogLog merges (PFCOUNT over many keys): each visitor counted
 once per range, within HLL's ~0.81 % standard error — never a sum of per-minute uniques.
+With several Redis shards every read goes to each of them and the answers are merged
+(:mod:`query.fanout`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from cachetools import LRUCache
-from redis.client import Pipeline
 
 from footfall.vocabulary import EVENT_DIMENSIONS, INTERVAL_MINUTES, REALTIME_METRICS, REFPAGE_SEPARATOR, QueryError
+from query.fanout import FanoutPipeline as Pipeline
 from realtime.keys import ACTIVE_WINDOW_MS
 from realtime.store import CounterStore
 from realtime.trends import Rising, rank_rising
@@ -98,6 +100,7 @@ class RealtimeQueries:
         object may remember (0: none, every trend read sums every block in Redis)."""
         self.store = store
         self.client = store.client
+        self.clients = store.shards  # every read goes to each shard (query.fanout)
         self.layout = store.layout
         self._hours_from: int | None = None
         self._baselines: LRUCache | None = (
@@ -112,7 +115,7 @@ class RealtimeQueries:
         while no batch has set it. Read once per process: it only changes from unset to set
         (after a loss of Redis's data it may be set lower, and a higher one is still safe)."""
         if self._hours_from is None:
-            raw = self.client.get(self.layout.hours_from)
+            (raw,) = Pipeline(self.clients).get_largest(self.layout.hours_from).execute()
             self._hours_from = None if raw is None else int(raw)
         return self._hours_from
 
@@ -135,15 +138,11 @@ class RealtimeQueries:
         return self._bucket_keys(minutes, lambda h: layout.hour_top(site, h, dim), lambda m: layout.top(site, m, dim))
 
     def _dim_visitor_keys(self, site: str, minutes: range, dim: str, value: str) -> list[str]:
-        layout = self.layout
-        return self._bucket_keys(
-            minutes,
-            lambda h: layout.hour_dim_visitors(site, h, dim, value),
-            lambda m: layout.dim_visitors(site, m, dim, value),
-        )
+        """A value's visitors are kept per minute only (see realtime.keys): every minute's key."""
+        return [self.layout.dim_visitors(site, m, dim, value) for m in minutes]
 
     def _run(self, queue: Callable[[Pipeline], Parse[T]]) -> T:
-        pipe = self.client.pipeline(transaction=False)
+        pipe = Pipeline(self.clients)
         parse = queue(pipe)
         return parse(iter(pipe.execute()))
 
@@ -412,7 +411,7 @@ class RealtimeQueries:
         seconds by every open dashboard): the first reads counters, rankings and trend
         blocks, the second the visitors (HyperLogLog merges) of the top pages and referrers.
         Flows carry page views only, so their pairs cost no visitor reads."""
-        pipe = self.client.pipeline(transaction=False)
+        pipe = Pipeline(self.clients)
         queued = (
             self._queue_timeseries(pipe, site, "pageviews", start_ms, end_ms, "minute", None),
             self._queue_totals(pipe, site, start_ms, end_ms),
@@ -426,7 +425,7 @@ class RealtimeQueries:
         raw = iter(pipe.execute())
         series, totals, concurrent, pages, refs, pairs, rising_pages, rising_refs = (parse(raw) for parse in queued)
 
-        pipe = self.client.pipeline(transaction=False)
+        pipe = Pipeline(self.clients)
         queued_visitors = [
             self._queue_visitors(pipe, site, dim, start_ms, end_ms, [value for value, _ in ranked])
             for dim, ranked in (("page", pages), ("ref", refs))

@@ -1,24 +1,29 @@
 """The realtime worker: a Kafka consumer group that keeps the minutely Redis counters.
 
-Built from Sentry's arroyo strategies rather than a hand-written poll loop, one small step
-each::
+A lean batch loop on confluent-kafka (arroyo's per-message strategies cost more than the
+counting itself)::
 
-    decode/validate ──▶ Reduce (batch by size and time) ──▶ write (aggregate + one atomic
-    Redis step, see realtime.store) ──▶ CommitOffsets
+    consume(up to N messages or T seconds) ─▶ decode + validate ─▶ split by shard
+      ─▶ per shard: aggregate + one atomic Redis step (counts, dedup marks, offsets)
+      ─▶ commit the offsets to Kafka (about once a second)
 
-Invalid messages raise arroyo's ``InvalidMessage`` in the first step and go to the
-invalid-events topic with a ``reason`` header; they never reach the counters. Events from
-the future beyond a small clock skew are invalid too. Offsets are committed only after the
-batch's Redis write returned, so a crash at any point redelivers, and the store's dedup
-marks make the redelivery count nothing twice. Several worker processes share the topic's
-partitions; arroyo handles rebalancing (round-robin assignment).
+Exactly once, per shard (see :mod:`realtime.store`): each shard records the offsets its
+counts cover, in the step that writes them. When partitions are assigned, the worker reads
+every shard's record and starts each partition at the least of them (at the group's Kafka
+offset when no shard records one); each shard then takes only the messages past its own
+record, so a redelivery after a crash, a rebalance or a shard restarted from an older
+append-only file counts nothing twice and loses nothing. If a shard's record moved under
+the worker (another worker wrote after a rebalance, a shard came back older), the step
+writes nothing, and the worker re-reads the records and seeks back to them. Kafka's
+committed offsets only say where a group stands for lag and for a shard that lost its data
+(then ``rebuild_realtime`` restores it).
 
-A repeated event (a retried beacon) is keyed like its original, so it reaches the same
-worker, usually a few batches later. Each worker remembers the dedup keys of the events it
-counted lately (:class:`RecentlyCounted`, bounded) and leaves such repeats out before the
-Redis step: otherwise the store's script finds their marks, and the whole batch is
-aggregated and sent a second time. A repeat the worker does not remember (after a restart
-or a rebalance, or older than the memory) is still caught by the marks in Redis.
+Invalid messages go to the invalid-events topic with a ``reason`` header (flushed before
+their offsets are recorded) and never reach the counters; so do events from the future
+beyond a small clock skew. A retried beacon repeats its event id and visitor, so it reaches
+the same worker and shard; each worker remembers the fingerprints it counted lately
+(:class:`RecentlyCounted`, bounded) and leaves such repeats out before the Redis step, and
+the shard's dedup marks catch the rest within the dedup window.
 """
 
 from __future__ import annotations
@@ -29,60 +34,27 @@ import os
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from arroyo.backends.kafka import KafkaPayload, KafkaProducer
-from arroyo.commit import ONCE_PER_SECOND
-from arroyo.dlq import DlqLimit, DlqPolicy, InvalidMessage, KafkaDlqProducer
-from arroyo.processing import StreamProcessor
-from arroyo.processing.strategies import CommitOffsets, ProcessingStrategy, ProcessingStrategyFactory, Reduce, RunTask
-from arroyo.types import BaseValue, BrokerValue, Commit, Message, Partition, Topic
+from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from footfall.config import Config
-from footfall.kafka_client import GroupWatch, group_consumer
+from footfall.kafka_client import CLOSE_LIMIT_S, GroupWatch, close_within, consumer_config
 from footfall_capture.events import Event, InvalidEvent, decode
 from footfall_capture.kafka import producer_config
-from realtime.store import CounterStore
+from realtime.keys import fingerprint
+from realtime.store import ApplyResult, CounterStore, OffsetsMoved, Prepared
 
 log = logging.getLogger(__name__)
 
 MAX_FUTURE_SKEW_MS = 5 * 60 * 1000
-RECENT_IDS = 200_000  # default size of a worker's RecentlyCounted (about 30 MB)
-
-
-@dataclass
-class Accumulated:
-    """A batch on its way to Redis: the events and the next offset of each partition."""
-
-    events: list[Event] = field(default_factory=list)
-    offsets: dict[str, int] = field(default_factory=dict)
-
-
-def decode_message(message: Message[KafkaPayload], now_ms: Callable[[], int]) -> Event:
-    """First step: bytes → validated event, or ``InvalidMessage`` (→ invalid-events topic)."""
-    value = message.value
-    assert isinstance(value, BrokerValue)
-    try:
-        event = decode(value.payload.value)
-    except InvalidEvent as exc:
-        raise InvalidMessage(value.partition, value.offset, reason=exc.reason, log_exception=False) from exc
-    if event.ts > now_ms() + MAX_FUTURE_SKEW_MS:
-        raise InvalidMessage(value.partition, value.offset, reason="future_event", log_exception=False)
-    return event
-
-
-def accumulate(acc: Accumulated, value: BaseValue[Event]) -> Accumulated:
-    """Reduce step: collect events; remember the next offset per partition."""
-    acc.events.append(value.payload)
-    for partition, offset in value.committable.items():
-        acc.offsets[f"{partition.topic.name}:{partition.index}"] = offset
-    return acc
+RECENT_IDS = 200_000  # default size of a worker's RecentlyCounted (about 20 MB)
+COMMIT_EVERY_S = 1.0
 
 
 class RecentlyCounted:
-    """Dedup keys of the last ``size`` distinct events this worker knows are counted.
+    """Fingerprints of the last ``size`` distinct events this worker knows are counted.
 
     First in, first out: once ``size`` keys are held, each new key evicts the oldest, so the
     memory rises to its bound during the first ``size`` events and then stays flat (a
@@ -90,16 +62,20 @@ class RecentlyCounted:
 
     def __init__(self, size: int = RECENT_IDS) -> None:
         self.size = max(size, 1)
-        self._keys: set[str] = set()
-        self._order: deque[str] = deque()
+        self._keys: set[tuple[str, int]] = set()
+        self._order: deque[tuple[str, int]] = deque()
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: tuple[str, int]) -> bool:
         return key in self._keys
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def update(self, keys: Iterable[str]) -> None:
+    def clear(self) -> None:
+        self._keys.clear()
+        self._order.clear()
+
+    def update(self, keys: Iterable[tuple[str, int]]) -> None:
         held, order = self._keys, self._order
         for key in keys:
             if key not in held:
@@ -107,68 +83,6 @@ class RecentlyCounted:
                 order.append(key)
         while len(order) > self.size:
             held.discard(order.popleft())
-
-
-class ReasonDlqProducer(KafkaDlqProducer):
-    """arroyo's Kafka DLQ producer, plus the invalid-event reason as a ``reason`` header,
-    counted in the store's stats (``invalid`` and ``invalid:<reason>``)."""
-
-    def __init__(self, producer: KafkaProducer, topic: Topic, store: CounterStore) -> None:
-        super().__init__(producer, topic)
-        object.__setattr__(self, "_store", store)  # the parent is a frozen dataclass
-
-    def produce(self, value: BrokerValue[KafkaPayload], reason: str | None = None) -> Any:
-        reason = reason or "invalid"
-        value.payload.headers.append(("reason", reason.encode()))
-        value.payload.headers.append(("source", b"realtime"))
-        stats = self._store.layout.stats
-        self._store.client.pipeline().hincrby(stats, "invalid", 1).hincrby(stats, f"invalid:{reason}", 1).execute()
-        return super().produce(value, reason)
-
-
-class RealtimeStrategyFactory(ProcessingStrategyFactory[KafkaPayload]):
-    """Builds the step chain for the partitions assigned to this worker."""
-
-    def __init__(
-        self,
-        store: CounterStore,
-        group: str,
-        max_batch_size: int = 5000,
-        max_batch_time: float = 0.5,
-        on_batch: Callable[[int, int], None] | None = None,
-        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-        recent: RecentlyCounted | None = None,
-    ) -> None:
-        self.store = store
-        self.group = group
-        self.max_batch_size = max_batch_size
-        self.max_batch_time = max_batch_time
-        self.on_batch = on_batch
-        self.now_ms = now_ms
-        self.recent = recent
-
-    def _write(self, message: Message[Accumulated]) -> Accumulated:
-        acc, now = message.payload, self.now_ms()
-        events, known, recent = acc.events, 0, self.recent
-        if recent is not None:
-            layout = self.store.layout
-            keys = [layout.dedup(e.site_id, e.event_id) for e in events]
-            events = [e for e, key in zip(events, keys, strict=True) if key not in recent]
-            known = len(keys) - len(events)
-        result = self.store.apply(events, now, acc.offsets, self.group, known_duplicates=known)
-        if recent is not None:  # all counted now (here or before), except late ones: those are never counted
-            oldest = now - self.store.layout.retention_s * 1000
-            recent.update(key for e, key in zip(acc.events, keys, strict=True) if e.ts >= oldest)
-        if self.on_batch is not None:
-            self.on_batch(len(acc.events), result.duplicates)
-        return acc
-
-    def create_with_partitions(
-        self, commit: Commit, partitions: Mapping[Partition, int]
-    ) -> ProcessingStrategy[KafkaPayload]:
-        write = RunTask(self._write, CommitOffsets(commit))
-        batch = Reduce(self.max_batch_size, self.max_batch_time, accumulate, Accumulated, write)
-        return RunTask(lambda m: decode_message(m, self.now_ms), batch)
 
 
 class Heartbeat:
@@ -198,6 +112,230 @@ class Heartbeat:
         self._window_start, self._window_events = time.monotonic(), 0
 
 
+class RealtimeWorker:
+    """One member of the realtime consumer group; ``run()`` until ``signal_shutdown()``."""
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        dlq: Producer,
+        store: CounterStore,
+        topic: str,
+        invalid_topic: str,
+        group: str,
+        max_batch_size: int = 5000,
+        max_batch_time: float = 0.5,
+        recent: RecentlyCounted | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.consumer, self.dlq, self.store = consumer, dlq, store
+        self.topic, self.invalid_topic, self.group = topic, invalid_topic, group
+        self.max_batch_size, self.max_batch_time = max_batch_size, max_batch_time
+        self.recent, self.on_batch, self.now_ms = recent, on_batch, now_ms
+        self._stop = False
+        # Per shard, the next offset it records per "topic:partition" (None: no record).
+        self._expected: list[dict[str, int | None]] = [{} for _ in store.shards]
+        self._done: dict[int, int] = {}  # partition -> next offset once every shard has its batch
+        self._committed: dict[int, int] = {}
+        self._last_commit = time.monotonic()
+        # One writer thread per shard: a batch's Redis steps run while the next batch is
+        # decoded and aggregated (the GIL is released while a step waits on Redis).
+        self._writers = ThreadPoolExecutor(max_workers=len(store.shards), thread_name_prefix="realtime-writer")
+        self._pending: tuple[list[Future[ApplyResult]], dict[int, int], int] | None = None
+
+    def signal_shutdown(self) -> None:
+        self._stop = True
+
+    def run(self) -> None:
+        consumer = self.consumer
+        consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        try:
+            while not self._stop:
+                messages = consumer.consume(self.max_batch_size, timeout=self.max_batch_time)
+                if messages:
+                    self._process(messages)
+                elif self._pending is not None:  # nothing new: let the batch in flight finish
+                    self._finish_pending()
+                if time.monotonic() - self._last_commit >= COMMIT_EVERY_S:
+                    self._commit(asynchronous=True)
+            self._finish_pending()
+            self._commit(asynchronous=False)
+        finally:
+            self._writers.shutdown(wait=True)
+            self.dlq.flush(30)
+            close_within(consumer.close, CLOSE_LIMIT_S, "the realtime consumer")
+
+    # -- assignment --------------------------------------------------------------------
+
+    def _field(self, partition: int) -> str:
+        return f"{self.topic}:{partition}"
+
+    def _load_records(self, partitions: Iterable[int]) -> dict[int, int | None]:
+        """Read every shard's record for ``partitions``; the least per partition (None: no shard has one)."""
+        records = self.store.recorded_offsets(self.group)
+        starts: dict[int, int | None] = {}
+        for partition in partitions:
+            field = self._field(partition)
+            for shard, record in enumerate(records):
+                self._expected[shard][field] = record.get(field)
+            known = [record[field] for record in records if field in record]
+            starts[partition] = min(known) if known else None
+        return starts
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        starts = self._load_records(tp.partition for tp in partitions)
+        assigned = []
+        for tp in partitions:
+            start = starts[tp.partition]
+            assigned.append(TopicPartition(tp.topic, tp.partition, start if start is not None else OFFSET_STORED))
+            self._done.pop(tp.partition, None)
+            if start is not None:
+                self._done[tp.partition] = start
+        consumer.assign(assigned)
+        log.info("assigned %s", {tp.partition: starts[tp.partition] for tp in partitions})
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._finish_pending()
+        self._commit(asynchronous=False)
+        self._forget(partitions)
+        consumer.unassign()
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._finish_pending()
+        self._forget(partitions)  # another member owns them now: commit nothing for them
+        consumer.unassign()
+
+    def _forget(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._done.pop(tp.partition, None)
+            self._committed.pop(tp.partition, None)
+
+    def _commit(self, asynchronous: bool) -> None:
+        pending = [TopicPartition(self.topic, p, o) for p, o in self._done.items() if self._committed.get(p) != o]
+        self._last_commit = time.monotonic()
+        if not pending:
+            return
+        try:
+            self.consumer.commit(offsets=pending, asynchronous=asynchronous)
+        except KafkaException as exc:  # the counts and offsets are in Redis: a late commit loses nothing
+            log.warning("committing offsets to Kafka failed: %s", exc)
+            return
+        self._committed.update({tp.partition: tp.offset for tp in pending})
+
+    # -- batches -----------------------------------------------------------------------
+
+    def _process(self, messages: Sequence[Message]) -> None:
+        """Decode and aggregate this batch while the previous one's Redis steps run, then
+        wait for those and hand this batch's steps to the writer threads."""
+        store, shards, now = self.store, len(self.store.shards), self.now_ms()
+        parts: list[list[Event]] = [[] for _ in range(shards)]
+        following: dict[int, int] = {}
+        invalid: list[tuple[Message, str]] = []
+        expected = self._expected
+        for message in messages:
+            if (error := message.error()) is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(error)
+                continue
+            partition, offset = message.partition(), message.offset()
+            following[partition] = offset + 1
+            try:
+                event = decode(message.value())
+            except InvalidEvent as exc:
+                invalid.append((message, exc.reason))
+                continue
+            if event.ts > now + MAX_FUTURE_SKEW_MS:
+                invalid.append((message, "future_event"))
+                continue
+            shard = store.shard_of(event) if shards > 1 else 0
+            recorded = expected[shard].get(self._field(partition))
+            if recorded is None or offset >= recorded:  # else this shard counted it already
+                parts[shard].append(event)
+        if not following:
+            return
+        steps: list[Prepared] = []
+        received = 0
+        for shard, events in enumerate(parts):
+            offsets = {}
+            for partition, next_offset in following.items():
+                field = self._field(partition)
+                recorded = expected[shard].get(field)
+                if recorded is None or recorded < next_offset:
+                    offsets[field] = (recorded, next_offset)
+            events, known = self._leave_out_recent(events, now)
+            steps.append(store.prepare(shard, events, now, self.group, offsets, known_duplicates=known))
+            received += len(events) + known
+        if not self._finish_pending(also=following):
+            return  # the previous batch found moved offsets: the consumer was sought back
+        if invalid:
+            self._send_invalid(invalid)
+        for step in steps:  # what the shards will record once these steps succeed
+            for field, (_, next_offset) in step.offsets.items():
+                expected[step.shard][field] = next_offset
+        futures = [self._writers.submit(store.send, step) for step in steps]
+        self._pending = (futures, following, received)
+
+    def _finish_pending(self, also: Iterable[int] = ()) -> bool:
+        """Wait for the batch in flight; False if a shard's offsets had moved (the worker then
+        re-read every shard's records and sought back to them, for the partitions of that
+        batch and ``also`` those of a batch read since)."""
+        if self._pending is None:
+            return True
+        futures, following, received = self._pending
+        self._pending = None
+        moved: OffsetsMoved | None = None
+        duplicates = 0
+        for future in futures:
+            try:
+                duplicates += future.result().duplicates
+            except OffsetsMoved as exc:
+                moved = exc
+        if moved is not None:
+            log.warning("%s: re-reading every shard's offsets and resuming from them", moved)
+            if self.recent is not None:  # a shard may have lost marks of events this worker counted
+                self.recent.clear()
+            self._rewind({*following, *also})
+            return False
+        self._done.update(following)
+        if self.on_batch is not None:
+            self.on_batch(received, duplicates)
+        return True
+
+    def _leave_out_recent(self, events: list[Event], now: int) -> tuple[list[Event], int]:
+        """Leave out the events this worker counted lately, and remember the rest as counted
+        (their step is sent next; if it fails, the memory is cleared)."""
+        recent = self.recent
+        if recent is None or not events:
+            return events, 0
+        keys = [(e.site_id, fingerprint(e.event_id)) for e in events]
+        kept = [e for e, key in zip(events, keys, strict=True) if key not in recent]
+        oldest = now - self.store.layout.retention_s * 1000  # late events are never counted
+        recent.update(key for e, key in zip(events, keys, strict=True) if e.ts >= oldest)
+        return kept, len(events) - len(kept)
+
+    def _rewind(self, partitions: Iterable[int]) -> None:
+        """Seek every partition of the batch back to the least offset its shards record."""
+        starts = self._load_records(partitions)
+        for partition, start in starts.items():
+            target = start if start is not None else self._done.get(partition)
+            if target is not None:
+                self.consumer.seek(TopicPartition(self.topic, partition, target))
+
+    def _send_invalid(self, invalid: list[tuple[Message, str]]) -> None:
+        """To the invalid-events topic, flushed before the batch's offsets are recorded; counted
+        in the stats (``invalid`` and ``invalid:<reason>``)."""
+        for message, reason in invalid:
+            headers = [*(message.headers() or []), ("reason", reason.encode()), ("source", b"realtime")]
+            self.dlq.produce(self.invalid_topic, message.value(), key=message.key(), headers=headers)
+        if self.dlq.flush(30):
+            raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "invalid events not delivered in 30 s"))
+        pipe, stats = self.store.client.pipeline(), self.store.layout.stats
+        for _, reason in invalid:
+            pipe.hincrby(stats, "invalid", 1).hincrby(stats, f"invalid:{reason}", 1)
+        pipe.execute()
+
+
 def build_processor(
     cfg: Config,
     store: CounterStore,
@@ -208,29 +346,39 @@ def build_processor(
     session_timeout_ms: int = 45_000,
     recent_ids: int = RECENT_IDS,
     watch: GroupWatch | None = None,
-) -> StreamProcessor[KafkaPayload]:
-    """A ready-to-run arroyo processor for the realtime consumer group.
+) -> RealtimeWorker:
+    """A ready-to-run worker of the realtime consumer group.
 
     ``session_timeout_ms`` bounds how long the partitions of a worker that died without
     leaving the group (kill -9, a lost host) wait before another worker takes them.
-    ``recent_ids``: how many counted event ids the worker remembers to leave repeats out
-    before the Redis step (about 150 bytes each, held from the first ``recent_ids`` events
-    on; 0 turns it off). ``run()`` also returns, without a signal, when ``watch`` (default: a
-    :class:`~footfall.kafka_client.GroupWatch` with its default limit) finds the consumer
-    stuck outside its group: the caller then builds a new processor."""
+    ``recent_ids``: how many counted event fingerprints the worker remembers to leave
+    repeats out before the Redis step (0 turns it off). ``run()`` also returns, without a
+    signal, when ``watch`` (default: a :class:`~footfall.kafka_client.GroupWatch` with its
+    default limit) finds the consumer stuck outside its group: the caller then builds a new
+    worker."""
     watch = watch or GroupWatch()
-    consumer = group_consumer(cfg, group, session_timeout_ms, watch)
-    dlq = DlqPolicy(
-        ReasonDlqProducer(KafkaProducer(producer_config(cfg.kafka)), Topic(cfg.invalid_topic), store),
-        DlqLimit(),
-        max_buffered_messages_per_partition=None,
-    )
+    settings = {
+        "partition.assignment.strategy": "roundrobin",
+        "session.timeout.ms": session_timeout_ms,
+        "statistics.interval.ms": 1000,
+        "stats_cb": watch.observe,
+        # The batch loop asks for up to max_batch_size messages at once; let them arrive in bulk.
+        "fetch.wait.max.ms": 100,
+    }
+    consumer = Consumer(consumer_config(cfg, group, **settings))
     worker_id = f"{socket.gethostname()}:{os.getpid()}"
-    recent = RecentlyCounted(recent_ids) if recent_ids > 0 else None
-    factory = RealtimeStrategyFactory(
-        store, group, max_batch_size, max_batch_time, Heartbeat(store, worker_id), recent=recent
+    worker = RealtimeWorker(
+        consumer,
+        Producer(producer_config(cfg.kafka)),
+        store,
+        topic or cfg.events_topic,
+        cfg.invalid_topic,
+        group,
+        max_batch_size,
+        max_batch_time,
+        recent=RecentlyCounted(recent_ids) if recent_ids > 0 else None,
+        on_batch=Heartbeat(store, worker_id),
     )
-    processor = StreamProcessor(consumer, Topic(topic or cfg.events_topic), factory, ONCE_PER_SECOND, dlq_policy=dlq)
     # A consumer that cannot get back into its group ends run(); the caller builds a new one.
-    watch.on_stuck = processor.signal_shutdown
-    return processor
+    watch.on_stuck = worker.signal_shutdown
+    return worker

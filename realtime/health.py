@@ -40,8 +40,7 @@ def consumer_lag(cfg: Config, group: str, topic: str) -> dict[int, int]:
 def realtime_health(cfg: Config, store: CounterStore, group: str) -> dict[str, object]:
     now = int(time.time() * 1000)
     lag = consumer_lag(cfg, group, cfg.events_topic)
-    raw_stats = store.client.hgetall(store.layout.stats)
-    stats = {k.decode(): int(v) for k, v in raw_stats.items()}
+    stats = store.stats()
     workers = {}
     for worker, beat in store.client.hgetall(store.layout.workers).items():
         info = json.loads(beat)

@@ -13,22 +13,49 @@ key                                      type        content
                                                      hours and days with PFCOUNT over many keys)
 ``ff:rt:{site}:{m}:top:{dim}``           zset        page views per value of ``dim`` (top-N by
                                                      ZREVRANGE; ranges by ZUNION)
-``ff:rt:{site}:{m}:uv:{dim}:{value}``    HyperLog    visitors per value of ``dim``
+``ff:rt:{site}:{m}:uv:{dim}:{value}``    HyperLog    visitors per value of ``dim`` (minutes only:
+                                                     a value's visitors over hours are a PFCOUNT
+                                                     of its minutes; an hour key per value would
+                                                     double what each page view writes)
 ``ff:rt:{site}:h{h}:c``, ``:uv``,        as above    UTC hour ``h = ts_ms // 3600000``: the sums
-``:top:{dim}``, ``:uv:{dim}:{value}``                (hashes, sorted sets) and unions (HyperLogLogs)
+``:top:{dim}``                                       (hashes, sorted sets) and unions (HyperLogLogs)
                                                      of its minutes' keys, expiring with its last
                                                      minute
 ``ff:rt:hours_from``                     string      first hour ``h`` from which every hour key is
                                                      complete (see below)
 ``ff:rt:{site}:active``                  zset        visitor id -> last event time (ms); concurrent
                                                      visitors = members seen in the last 5 minutes
-``ff:rt:seen:{site}:{event_id}``         string      dedup mark: the event is counted (TTL =
-                                                     retention; written atomically with its counts)
+``ff:rt:seen:{site}:{g}``                set         dedup marks: the ids (16 bytes each, see
+                                                     :func:`fingerprint`) of the events counted while
+                                                     generation ``g = now // dedup window`` ran;
+                                                     expires two windows after ``g`` began
 ``ff:rt:offsets:{group}``                hash        ``{topic}:{partition}`` -> next offset, written
-                                                     with the counts it covers
+                                                     with the counts it covers (each shard its own)
 ``ff:rt:stats``                          hash        running totals: events, duplicates, invalid, late
 ``ff:rt:workers``                        hash        worker id -> JSON heartbeat (rate, lag, time)
 =======================================  ==========  =================================================
+
+**Caps.** A minute's sorted set of a dimension takes at most ``minute_values`` values (an
+hour's ``hour_values``); past that, a value the set does not hold is counted under
+:data:`~footfall.vocabulary.VALUE_OTHER`, and so are its visitors. A batch offers its values
+in order of its own counts, so the busiest values take the places; referrer spam or a
+crawler of distinct URLs cannot grow the store without bound. The batch layer keeps every
+value.
+
+**Dedup window.** A retried beacon repeats its event id, usually within minutes. Marks are
+kept per generation of ``dedup_s`` (default 2 h, ``FOOTFALL_REALTIME_DEDUP_HOURS``) and a
+new event is checked against the current and the previous generation, so a repeat is
+caught for at least ``dedup_s`` after its original was counted (at most twice that). A
+repeat arriving later is counted again by the speed layer and removed by the next nightly
+rollup; until then it shows as realtime-versus-batch drift. A generation is one set per
+site, checked and written with one command each per batch (SMISMEMBER, SADD): about 50
+bytes a mark in Redis 7.
+
+**Shards.** The counters may be spread over several Redis instances
+(``FOOTFALL_REALTIME_REDIS_URLS``): an event goes to the shard of its visitor (of its event
+id when it has none; see :func:`shard_of`), so each visitor's marks, sketches and
+last-seen times live in one shard. Readers sum counts and the visitor estimates of the
+shards, whose visitors are disjoint. Each shard records the offsets its counts cover.
 
 Hour keys are written by the same atomic step as the minutes they sum, so that a time
 series by hour, a day's totals or a day's top pages read 24 keys, not 1,440. Counters
@@ -51,11 +78,32 @@ layer checks dimension names against that list and never builds key patterns.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 ACTIVE_WINDOW_MS = 5 * 60 * 1000
 HOUR_MS = 3_600_000
 PREFIX = "ff:rt"
+MARK_BYTES = 16  # a dedup mark: the event id's 16 bytes
+VISITOR_CHARS = 16  # a visitor's member in sketches and last-seen sets: its id's first 16 hex digits
+
+
+def fingerprint(event_id: str) -> bytes:
+    """The dedup mark of an event: the 16 bytes of its id (a UUID), exact and fixed-width."""
+    return bytes.fromhex(event_id.replace("-", ""))
+
+
+def visitor_member(visitor_id: str) -> str:
+    """A visitor's member in HyperLogLogs and last-seen sets: the first 64 bits of its id
+    (a hash, at least 16 hex digits), fixed-width so that a step can carry a whole list in
+    one argument. Two visitors share one with odds of about n²/2⁶⁵: none expected."""
+    return visitor_id[:VISITOR_CHARS]
+
+
+def shard_of(routing_key: str, shards: int) -> int:
+    """The shard (0 .. shards-1) of a visitor id or event id: stable across processes and
+    versions (CRC-32, not Python's salted ``hash``)."""
+    return zlib.crc32(routing_key.encode()) % shards if shards > 1 else 0
 
 
 def bucket_of(key: str) -> tuple[str, int] | None:
@@ -76,9 +124,12 @@ def bucket_of(key: str) -> tuple[str, int] | None:
 
 @dataclass(frozen=True, slots=True)
 class KeyLayout:
-    """Key names and expiry times for a given retention (seconds)."""
+    """Key names and expiry times for a given retention, dedup window (seconds) and caps."""
 
     retention_s: int = 48 * 3600
+    dedup_s: int = 2 * 3600
+    minute_values: int = 1000  # values per dimension in a minute's sorted set (see Caps)
+    hour_values: int = 10_000  # ... in an hour's
 
     def counters(self, site: str, minute: int) -> str:
         return f"{PREFIX}:{site}:{minute}:c"
@@ -101,14 +152,23 @@ class KeyLayout:
     def hour_top(self, site: str, hour: int, dim: str) -> str:
         return f"{PREFIX}:{site}:h{hour}:top:{dim}"
 
-    def hour_dim_visitors(self, site: str, hour: int, dim: str, value: str) -> str:
-        return f"{PREFIX}:{site}:h{hour}:uv:{dim}:{value}"
-
     def active(self, site: str) -> str:
         return f"{PREFIX}:{site}:active"
 
-    def dedup(self, site: str, event_id: str) -> str:
-        return f"{PREFIX}:seen:{site}:{event_id}"
+    def dedup(self, site: str, generation: int) -> str:
+        """The set of marks of ``site``'s events counted in ``generation``."""
+        return f"{PREFIX}:seen:{site}:{generation}"
+
+    def dedup_site_pattern(self, site: str) -> str:
+        """SCAN pattern of every dedup set of a site."""
+        return f"{PREFIX}:seen:{site}:*"
+
+    def dedup_generation(self, now_ms: int) -> int:
+        return now_ms // (self.dedup_s * 1000)
+
+    def dedup_expires_at(self, generation: int) -> int:
+        """Unix seconds at which a generation's marks expire: once the next one has ended."""
+        return (generation + 2) * self.dedup_s
 
     def offsets(self, group: str) -> str:
         return f"{PREFIX}:offsets:{group}"

@@ -6,15 +6,21 @@ from functools import cache
 
 import redis
 
-from footfall.config import footfall_config
+from footfall.config import Config, footfall_config
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 
 GROUP = "footfall-realtime"
 
 
+def store_for(cfg: Config) -> CounterStore:
+    """A counter store on every Redis shard ``cfg`` names, with its retention and dedup window."""
+    clients = [
+        redis.Redis.from_url(url, socket_timeout=10, health_check_interval=30) for url in cfg.realtime_redis_urls
+    ]
+    return CounterStore(clients, KeyLayout(retention_s=cfg.realtime_retention_s, dedup_s=cfg.realtime_dedup_s))
+
+
 @cache
 def get_store() -> CounterStore:
-    cfg = footfall_config()
-    client = redis.Redis.from_url(cfg.redis_url, socket_timeout=10, health_check_interval=30)
-    return CounterStore(client, KeyLayout(retention_s=cfg.realtime_retention_s))
+    return store_for(footfall_config())

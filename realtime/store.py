@@ -1,52 +1,119 @@
 """The realtime counter store: applies pre-aggregated batches to Redis exactly once.
 
-Key layout and TTLs: see :mod:`realtime.keys`.
+Key layout, caps, dedup window and shards: see :mod:`realtime.keys`.
 
-Exactly-once under at-least-once delivery: one Lua script checks the dedup marks of all
-events of a batch and, only if none is marked, writes the marks, every increment of the
-batch and the consumer offsets it covers. Redis runs a script atomically and logs it to
-the append-only file as one unit, so a crash leaves either all of it or none of it: a
-redelivered batch either finds its marks (nothing doubles) or finds nothing (nothing was
-lost). When some events of a batch were already counted (a redelivery after a crash, a
-replay), the script changes nothing and names them; the batch is re-aggregated without
-them and applied again. The common case is therefore one round trip per batch; the
-duplicates count of the running stats is written by the same script call.
+Exactly-once under at-least-once delivery, per shard: one Lua script, which Redis runs
+atomically and logs to the append-only file as one unit, first checks that the shard's
+record of consumer offsets is what the worker expects (``ff:rt:offsets:{group}``), then the
+dedup marks of the batch's events, and only if both pass writes the marks, every increment
+of the batch and the offsets it covers. A crash leaves either all of it or none of it, so
+the offsets a shard records always match its counts: a worker resumes each partition from
+the least offset its shards record, and each shard takes only the messages past its own
+record (:class:`OffsetsMoved` tells the worker when a record moved under it: another worker
+wrote, or the shard restarted from an older append-only file). When some events of a batch
+were counted already (a retried beacon within the dedup window), the script changes
+nothing and names them; the batch is re-aggregated without them and applied again. The
+common case is one round trip per batch and shard.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import redis
 
+from footfall.vocabulary import VALUE_OTHER
 from footfall_capture.events import Event
-from realtime.aggregate import Batch, aggregate, without
-from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, KeyLayout
+from realtime.aggregate import Batch, ValueOp, aggregate
+from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MARK_BYTES, VISITOR_CHARS, KeyLayout, shard_of
 
-# ARGV: dedup ttl, n, n dedup keys, then ops: "Z" key member incr | "H" key field incr |
-# "P" key count members... | "A" key member score | "S" key field value | "E" key unix-seconds |
+# ARGV: offsets key, np, np x (field, expected or "", next offset);
+# nsites, per site (current set, previous set, expire-at, marks joined);
+# then ops: "H" key field incr | "P" key visitors joined |
+# "A" key (13-digit last-seen ms + visitor) joined | "E" key unix-seconds |
 # "T" key max-score (trim a sorted set of last-seen times) |
+# "W" key cap visitors-prefix expire-at n, n x (incr, value, visitors joined)
+#     (the values of one capped sorted set, see ValueOp; prefix "": no visitors) |
 # "M" key stats-key hour (set the hours_from marker once: see realtime.keys)
-APPLY = """
-local ttl = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local dups = {}
-for i = 1, n do
-  if redis.call('EXISTS', ARGV[2 + i]) == 1 then dups[#dups + 1] = ARGV[2 + i] end
+# Returns {} when applied, {"offsets", field, recorded, ...} when the shard's offsets differ
+# from the expected ones, {"dups", mark, ...} when some events are marked already.
+# Every redis.call() from Lua costs about a microsecond of its own, so the script makes as
+# few as it can: one SMISMEMBER per generation and site, one ZCARD per capped set. Lists of
+# marks and visitors travel as one argument of fixed-width items (realtime.keys: MARK_BYTES,
+# VISITOR_CHARS): the client packs each argument for about as long as Lua takes to cut a
+# whole list, and Redis spends no more on the cutting than on the arguments it saves.
+_APPLY_LUA = """
+local MARK, VISITOR = $MARK, $VISITOR
+local function split(joined, width)  -- "aabbcc", 2 -> {"aa", "bb", "cc"}
+  local list = {}
+  for k = 1, #joined, width do list[#list + 1] = string.sub(joined, k, k + width - 1) end
+  return list
 end
-if #dups > 0 then return dups end
-for i = 1, n do redis.call('SET', ARGV[2 + i], '1', 'EX', ttl) end
-local i = 3 + n
+local okey, np = ARGV[1], tonumber(ARGV[2])
+local moved = {}
+for i = 3, 2 + 3 * np, 3 do
+  local recorded = redis.call('HGET', okey, ARGV[i]) or ''
+  if recorded ~= ARGV[i + 1] then moved[#moved + 1] = ARGV[i]; moved[#moved + 1] = recorded end
+end
+if #moved > 0 then table.insert(moved, 1, 'offsets'); return moved end
+local marks = 3 + 3 * np
+local i, dups = marks + 1, {}
+local fps = {}
+for s = 1, tonumber(ARGV[marks]) do
+  local list = split(ARGV[i + 3], MARK)
+  fps[s] = list
+  if #list > 0 then
+    for g = 0, 1 do
+      local found = redis.call('SMISMEMBER', ARGV[i + g], unpack(list))
+      for k = 1, #list do if found[k] == 1 then dups[#dups + 1] = list[k] end end
+    end
+  end
+  i = i + 4
+end
+if #dups > 0 then table.insert(dups, 1, 'dups'); return dups end
+i = marks + 1
+for s = 1, tonumber(ARGV[marks]) do
+  if #fps[s] > 0 then
+    redis.call('SADD', ARGV[i], unpack(fps[s]))
+    redis.call('EXPIREAT', ARGV[i], ARGV[i + 2])
+  end
+  i = i + 4
+end
 while i <= #ARGV do
   local op = ARGV[i]
-  if op == 'Z' then redis.call('ZINCRBY', ARGV[i + 1], ARGV[i + 3], ARGV[i + 2]); i = i + 4
+  if op == 'W' then
+    local key, cap, prefix, when = ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4]
+    local n = tonumber(ARGV[i + 5])
+    local held = nil
+    for j = i + 6, i + 3 + 3 * n, 3 do
+      local incr, value = ARGV[j], ARGV[j + 1]
+      if tonumber(redis.call('ZINCRBY', key, incr, value)) == tonumber(incr) then  -- a new value
+        held = held or redis.call('ZCARD', key) - 1
+        if held >= cap then
+          redis.call('ZREM', key, value)
+          value = '$OTHER'
+          redis.call('ZINCRBY', key, incr, value)
+          held = nil
+        else held = held + 1 end
+      end
+      if prefix ~= '' and ARGV[j + 2] ~= '' then
+        local uv = prefix .. value
+        redis.call('PFADD', uv, unpack(split(ARGV[j + 2], VISITOR)))
+        redis.call('EXPIREAT', uv, when)
+      end
+    end
+    i = i + 6 + 3 * n
   elseif op == 'H' then redis.call('HINCRBY', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]); i = i + 4
-  elseif op == 'P' then
-    local m = tonumber(ARGV[i + 2])
-    redis.call('PFADD', ARGV[i + 1], unpack(ARGV, i + 3, i + 2 + m)); i = i + 3 + m
-  elseif op == 'A' then redis.call('ZADD', ARGV[i + 1], 'GT', ARGV[i + 3], ARGV[i + 2]); i = i + 4
-  elseif op == 'S' then redis.call('HSET', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]); i = i + 4
+  elseif op == 'P' then redis.call('PFADD', ARGV[i + 1], unpack(split(ARGV[i + 2], VISITOR))); i = i + 3
+  elseif op == 'A' then  -- last-seen times: 13-digit milliseconds, then the visitor, repeated
+    local pairs, args = split(ARGV[i + 2], 13 + VISITOR), {'GT'}
+    for k = 1, #pairs do
+      args[#args + 1] = string.sub(pairs[k], 1, 13)
+      args[#args + 1] = string.sub(pairs[k], 14)
+    end
+    redis.call('ZADD', ARGV[i + 1], unpack(args)); i = i + 3
   elseif op == 'E' then redis.call('EXPIREAT', ARGV[i + 1], ARGV[i + 2]); i = i + 3
   elseif op == 'T' then redis.call('ZREMRANGEBYSCORE', ARGV[i + 1], '-inf', ARGV[i + 2]); i = i + 3
   elseif op == 'M' then
@@ -58,80 +125,214 @@ while i <= #ARGV do
     i = i + 4
   else return redis.error_reply('unknown op ' .. tostring(op)) end
 end
+for i = 3, 2 + 3 * np, 3 do redis.call('HSET', okey, ARGV[i], ARGV[i + 2]) end
 return {}
 """
-PFADD_CHUNK = 500  # Lua's unpack() has a stack limit; long member lists go in several ops
+APPLY = (
+    _APPLY_LUA.replace("$MARK", str(MARK_BYTES)).replace("$VISITOR", str(VISITOR_CHARS)).replace("$OTHER", VALUE_OTHER)
+)
+# Lua's unpack() has a stack limit (~8,000): longer lists of ids go in several parts, and
+# a sorted set's values in several "W" operations.
+PFADD_CHUNK = 500
+MARKS_CHUNK = 5000
+
+# topic:partition -> (the next offset the shard is expected to record now, or None for no
+# record; the next offset after this batch)
+Offsets = Mapping[str, tuple[int | None, int]]
 
 
 @dataclass(frozen=True, slots=True)
 class ApplyResult:
     counted: int  # events whose effects were applied by this call
-    duplicates: int  # events already counted before (redeliveries, replays, retries)
+    duplicates: int  # events already counted before (retried beacons, replays)
     late: int  # events older than the realtime window, left to the batch layer
     round_trips: int
 
 
+def _by_set(values: list[ValueOp]) -> list[tuple[str, list[ValueOp]]]:
+    """Value operations grouped by sorted set, each group in its batch order (busiest first)."""
+    groups: dict[str, list[ValueOp]] = {}
+    for op in values:
+        groups.setdefault(op.top_key, []).append(op)
+    return list(groups.items())
+
+
+class Prepared(NamedTuple):
+    """A batch aggregated for one shard, ready to send (see :meth:`CounterStore.prepare`)."""
+
+    shard: int
+    events: Sequence[Event]
+    now_ms: int
+    group: str
+    offsets: Offsets
+    duplicates: int
+    batch: Batch
+    args: list[object]
+
+
+class OffsetsMoved(Exception):
+    """A shard's recorded offsets differ from what the writer expected: nothing was written.
+
+    ``recorded`` maps each differing ``topic:partition`` to the shard's record (None: none)."""
+
+    def __init__(self, shard: int, recorded: dict[str, int | None]) -> None:
+        super().__init__(f"shard {shard} records other offsets: {recorded}")
+        self.shard = shard
+        self.recorded = recorded
+
+
 class CounterStore:
-    """Apply event batches to Redis counters (see the module docstring for the guarantees)."""
+    """Apply event batches to the Redis counters of one or more shards (see the module
+    docstring for the guarantees). ``client`` is the first shard: the home of what is not
+    sharded (worker heartbeats, the health summary)."""
 
-    def __init__(self, client: redis.Redis, layout: KeyLayout | None = None) -> None:
-        self.client = client
+    def __init__(self, clients: redis.Redis | Sequence[redis.Redis], layout: KeyLayout | None = None) -> None:
+        self.shards: tuple[redis.Redis, ...] = tuple(clients) if isinstance(clients, Sequence) else (clients,)
+        if not self.shards:
+            raise ValueError("a counter store needs at least one Redis")
+        self.client = self.shards[0]
         self.layout = layout or KeyLayout()
-        self._script = client.register_script(APPLY)
+        self._scripts = [client.register_script(APPLY) for client in self.shards]
 
-    def apply(
+    def shard_of(self, event: Event) -> int:
+        return shard_of(event.visitor_id or event.event_id, len(self.shards))
+
+    def split(self, events: Iterable[Event]) -> list[list[Event]]:
+        """``events`` by shard (the list of shard i at index i)."""
+        parts: list[list[Event]] = [[] for _ in self.shards]
+        if len(parts) == 1:
+            parts[0] = list(events)
+            return parts
+        for event in events:
+            parts[self.shard_of(event)].append(event)
+        return parts
+
+    def apply(self, events: Iterable[Event], now_ms: int, group: str = "realtime") -> ApplyResult:
+        """Count ``events`` exactly once across the shards, recording no offsets (a replay,
+        a test): duplicates within the dedup window are found by their marks."""
+        results = [self.write(shard, part, now_ms, group) for shard, part in enumerate(self.split(events)) if part]
+        return ApplyResult(
+            counted=sum(r.counted for r in results),
+            duplicates=sum(r.duplicates for r in results),
+            late=sum(r.late for r in results),
+            round_trips=sum(r.round_trips for r in results),
+        )
+
+    def write(
         self,
-        events: Iterable[Event],
+        shard: int,
+        events: Sequence[Event],
         now_ms: int,
-        offsets: Mapping[str, int] | None = None,
         group: str = "realtime",
+        offsets: Offsets | None = None,
         known_duplicates: int = 0,
     ) -> ApplyResult:
-        """Count ``events`` exactly once; record ``offsets`` (``topic:partition`` -> next
-        offset) of ``group`` in the same atomic step. ``known_duplicates``: events the caller
-        already left out because it knows them counted (they only add to the stats)."""
-        events = list(events)
+        """Count ``events`` (all of this shard) once in shard ``shard`` and move its offsets of
+        ``group`` from the expected ones to the next ones in the same atomic step; raise
+        :class:`OffsetsMoved` (nothing written) when the shard records others.
+        ``known_duplicates``: events the caller already left out because it knows them
+        counted (they only add to the stats)."""
+        return self.send(self.prepare(shard, events, now_ms, group, offsets, known_duplicates))
+
+    def prepare(
+        self,
+        shard: int,
+        events: Sequence[Event],
+        now_ms: int,
+        group: str = "realtime",
+        offsets: Offsets | None = None,
+        known_duplicates: int = 0,
+    ) -> Prepared:
+        """The first half of :meth:`write`, all in Python: aggregate and build the step."""
         batch = aggregate(events, self.layout, now_ms)
-        late = batch.late
+        offsets = offsets or {}
         duplicates = batch.duplicates_in_batch + known_duplicates
-        skip: set[str] = set()
-        trips = 0
+        args = self._args(batch, offsets, group, now_ms, duplicates)
+        return Prepared(shard, events, now_ms, group, offsets, duplicates, batch, args)
+
+    def send(self, prepared: Prepared) -> ApplyResult:
+        """The second half of :meth:`write`: the Redis step (again without the events it finds
+        counted already)."""
+        shard, events, now_ms, group, offsets, duplicates, batch, args = prepared
+        skip, trips = set[bytes](), 0
         while True:
             trips += 1
-            already = self._script(args=self._args(batch, offsets or {}, group, now_ms, duplicates + len(skip)))
-            if not already:
+            reply = self._scripts[shard](args=args)
+            if not reply:
                 break
-            skip |= {key.decode() if isinstance(key, bytes) else key for key in already}
-            batch = without(events, skip, self.layout, now_ms)
-        duplicates += len(skip)
-        return ApplyResult(counted=batch.events, duplicates=duplicates, late=late, round_trips=trips)
+            kind, rest = reply[0], reply[1:]  # marks are raw bytes: only offsets are text
+            if kind == b"offsets":
+                texts = [item.decode() for item in rest]
+                moved = {
+                    field: int(value) if value else None for field, value in zip(texts[::2], texts[1::2], strict=True)
+                }
+                raise OffsetsMoved(shard, moved)
+            skip |= set(rest)
+            batch = aggregate(events, self.layout, now_ms, skip)
+            args = self._args(batch, offsets, group, now_ms, duplicates + len(skip))
+        return ApplyResult(counted=batch.events, duplicates=duplicates + len(skip), late=batch.late, round_trips=trips)
 
-    def _args(
-        self, batch: Batch, offsets: Mapping[str, int], group: str, now_ms: int, duplicates: int = 0
-    ) -> list[object]:
-        args: list[object] = [self.layout.retention_s, len(batch.dedup_keys), *batch.dedup_keys]
+    def recorded_offsets(self, group: str) -> list[dict[str, int]]:
+        """Each shard's record of ``group``'s next offsets (``topic:partition`` -> offset)."""
+        return [
+            {k.decode(): int(v) for k, v in client.hgetall(self.layout.offsets(group)).items()}
+            for client in self.shards
+        ]
+
+    def stats(self) -> dict[str, int]:
+        """The running totals (events, duplicates, late, invalid...), summed over the shards."""
+        totals: dict[str, int] = {}
+        for client in self.shards:
+            for name, value in client.hgetall(self.layout.stats).items():
+                key = name.decode() if isinstance(name, bytes) else name
+                totals[key] = totals.get(key, 0) + int(value)
+        return totals
+
+    def _args(self, batch: Batch, offsets: Offsets, group: str, now_ms: int, duplicates: int) -> list[object]:
+        layout = self.layout
+        args: list[object] = [layout.offsets(group), len(offsets)]
+        for partition, (expected, following) in offsets.items():
+            args += [partition, "" if expected is None else expected, following]
+        generation = layout.dedup_generation(now_ms)
+        chunks = [
+            (site, marks[i : i + MARKS_CHUNK])
+            for site, marks in batch.marks.items()
+            for i in range(0, len(marks), MARKS_CHUNK)
+        ]
+        args.append(len(chunks))
+        for site, marks in chunks:
+            args += [layout.dedup(site, generation), layout.dedup(site, generation - 1)]
+            args += [layout.dedup_expires_at(generation), b"".join(marks)]
         # Before anything else of this step touches the stats: do they show older counts?
-        args += ["M", self.layout.hours_from, self.layout.stats, now_ms // HOUR_MS + 1]
-        for (key, member), incr in batch.zincr.items():
-            args += ["Z", key, member, incr]
+        args += ["M", layout.hours_from, layout.stats, now_ms // HOUR_MS + 1]
         for (key, field), incr in batch.hincr.items():
             args += ["H", key, field, incr]
+        for top, ops in _by_set(batch.values):
+            first = ops[0]
+            for start in range(0, len(ops), PFADD_CHUNK):
+                chunk = ops[start : start + PFADD_CHUNK]
+                entries: list[object] = []
+                for op in chunk:  # a value with very many visitors continues in entries adding 0 page views
+                    for k in range(0, max(len(op.visitors), 1), MARKS_CHUNK):
+                        entries += [op.pageviews if k == 0 else 0, op.value, "".join(op.visitors[k : k + MARKS_CHUNK])]
+                args += ["W", top, first.cap, first.visitors_prefix, first.expire_at, len(entries) // 3, *entries]
         for key, members in batch.pfadd.items():
             ordered = sorted(members)
-            for start in range(0, len(ordered), PFADD_CHUNK):
-                chunk = ordered[start : start + PFADD_CHUNK]
-                args += ["P", key, len(chunk), *chunk]
+            for start in range(0, len(ordered), MARKS_CHUNK):
+                args += ["P", key, "".join(ordered[start : start + MARKS_CHUNK])]
+        last_seen: dict[str, list[str]] = {}
         for (key, member), score in batch.seen_at.items():
-            args += ["A", key, member, score]
+            last_seen.setdefault(key, []).append(f"{score:013d}{member}")
+        for key, pairs in last_seen.items():
+            for start in range(0, len(pairs), MARKS_CHUNK // 2):
+                args += ["A", key, "".join(pairs[start : start + MARKS_CHUNK // 2])]
         for key, when in batch.expire_at.items():
             args += ["E", key, when]
         # Last-seen sets only need the concurrency window; older members are dropped.
         for key in {key for key, _ in batch.seen_at}:
             args += ["T", key, now_ms - 2 * ACTIVE_WINDOW_MS]
-        stats = self.layout.stats
+        stats = layout.stats
         args += ["H", stats, "events", batch.events, "H", stats, "late", batch.late]
         if duplicates:
             args += ["H", stats, "duplicates", duplicates]
-        for partition, offset in offsets.items():
-            args += ["S", self.layout.offsets(group), partition, offset]
         return args

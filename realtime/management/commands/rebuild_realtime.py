@@ -30,7 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--site", required=True)
         parser.add_argument("--from", dest="start", help="ISO time (default: the retention window's start)")
         parser.add_argument("--to", dest="end", help="ISO time (default: now)")
-        parser.add_argument("--reset", action="store_true", help="delete the range's counters first")
+        # Every rebuild clears its range first now (see realtime.rebuild); kept so scripts that pass it still run.
+        parser.add_argument("--reset", action="store_true", help="accepted for compatibility: every rebuild resets")
         parser.add_argument("--topic", default=None)
         parser.add_argument("--no-progress", action="store_true")
 
@@ -43,7 +44,7 @@ class Command(BaseCommand):
         try:
             counts = rebuild(
                 footfall_config(), store, str(opts["site"]), start, end, now,
-                reset=bool(opts["reset"]), topic=opts["topic"] and str(opts["topic"]), progress=bar.update,
+                topic=opts["topic"] and str(opts["topic"]), progress=bar.update,
             )  # fmt: skip
         except ValueError as exc:
             raise CommandError(str(exc)) from None

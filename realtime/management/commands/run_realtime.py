@@ -8,7 +8,6 @@ redelivered, and counted once.
 from __future__ import annotations
 
 import redis
-from arroyo.errors import ConsumerError
 from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -37,7 +36,7 @@ class Command(BaseCommand):
         def build() -> Processor:
             return build_processor(cfg, get_store(), recent_ids=int(opts["recent_ids"]), **consumer_options(opts))
 
-        retry_on = (redis.RedisError, OSError, KafkaException, ConsumerError)
+        retry_on = (redis.RedisError, OSError, KafkaException)
         try:
             run_until_stopped(build, name="realtime worker", retry_on=retry_on, max_backoff_s=30.0)
         except KafkaAuthenticationFailed as exc:  # retrying cannot fix credentials: exit, saying which setting

@@ -170,7 +170,7 @@ def test_whole_hours_are_read_from_hour_keys_with_the_minutes_answers(store: Cou
     queries = RealtimeQueries(store)
     assert queries.hours_from() == 0
     counting = _CountingClient(store.client)
-    queries.client = counting  # type: ignore[assignment]
+    queries.clients = (counting,)  # type: ignore[assignment]
     from_hours = answers(queries)
     pageviews, humans, bots, visitors, totals, spans, top, pricing, _, from_google = from_hours
     assert {row.value: row.pageviews for row in top} == Counter(e.path for e in events if pageview(e))
@@ -197,13 +197,13 @@ def test_whole_hours_are_read_from_hour_keys_with_the_minutes_answers(store: Cou
 
     # The same Redis as an older version left it: minute keys only, hours_from ahead.
     hour_keys = [k for k in store.client.scan_iter(match=f"ff:rt:{site}:h*") if bucket_of(k.decode())]
-    assert len(hour_keys) > 4 * 3  # counters, visitors, rankings and visitors per value of 3-4 hours
+    assert len(hour_keys) > 4 * 3  # counters, visitors and rankings of 3-4 hours
     store.client.delete(*hour_keys)
     store.client.set(store.layout.hours_from, now // 3_600_000 + 1)
     try:
         older = RealtimeQueries(store)
         by_minute = _CountingClient(store.client)
-        older.client = by_minute  # type: ignore[assignment]
+        older.clients = (by_minute,)  # type: ignore[assignment]
         assert answers(older) == from_hours
         assert counting.commands < by_minute.commands / 2
     finally:
@@ -245,7 +245,7 @@ def test_live_view_equals_the_single_reads_in_two_round_trips(store: CounterStor
     start = end - 30 * 60_000
     queries.live(site, start, end, now, limit=5, flows=12)  # the first may load the sums script
     counting = _CountingClient(store.client)
-    queries.client = counting  # type: ignore[assignment]
+    queries.clients = (counting,)  # type: ignore[assignment]
     view = queries.live(site, start, end, now, limit=5, flows=12)
     assert counting.pipelines == 2
     # Visitors of the range (1) and of the 5 top pages and 5 top referrers: none for flows,
@@ -281,12 +281,12 @@ def test_trend_baselines_are_summed_once_a_minute_and_late_events_count_the_next
 
     def commands(queries: RealtimeQueries, at_ms: int) -> tuple[int, list]:
         counting = _CountingClient(store.client)
-        queries.client = counting  # type: ignore[assignment]
+        queries.clients = (counting,)  # type: ignore[assignment]
         try:
             answer = queries.rising(site, "ref", at_ms)
             return counting.commands, answer
         finally:
-            queries.client = store.client
+            queries.clients = store.shards
 
     first = remembering.rising(site, "ref", now)
     assert first[0].value == "lobste.rs"

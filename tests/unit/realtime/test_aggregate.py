@@ -8,8 +8,8 @@ import msgspec
 
 from footfall.demo import DemoTraffic
 from footfall_capture.events import UserAgent
-from realtime.aggregate import aggregate, dimension_values, without
-from realtime.keys import KeyLayout
+from realtime.aggregate import aggregate, dimension_values
+from realtime.keys import KeyLayout, fingerprint, visitor_member
 
 NOW = 1_763_700_000_000
 LAYOUT = KeyLayout(retention_s=3600)
@@ -25,7 +25,8 @@ def test_same_events_same_batch() -> None:
     batch = events(300)
     a, b = aggregate(batch, LAYOUT, NOW), aggregate(list(batch), LAYOUT, NOW)
     assert (a.zincr, a.hincr, a.pfadd, a.seen_at, a.expire_at) == (b.zincr, b.hincr, b.pfadd, b.seen_at, b.expire_at)
-    assert list(a.dedup_keys) == list(b.dedup_keys)
+    assert a.value_visitors == b.value_visitors
+    assert a.marks == b.marks
 
 
 def is_hour_key(key: str) -> bool:
@@ -60,12 +61,13 @@ def test_hour_keys_sum_their_minutes() -> None:
         assert hour_fields == minute_fields
         assert hour_fields["pageviews"] == len(in_hour)
         hour_uv = agg.pfadd[LAYOUT.hour_visitors("demo", hour)]
-        assert hour_uv == {e.visitor_id for e in in_hour}
+        assert hour_uv == {visitor_member(e.visitor_id) for e in in_hour}
         hour_pages = {v: n for (k, v), n in agg.zincr.items() if k == LAYOUT.hour_top("demo", hour, "page")}
         assert hour_pages == Counter(e.path for e in in_hour)
-        for path in hour_pages:
-            uv = agg.pfadd[LAYOUT.hour_dim_visitors("demo", hour, "page", path)]
-            assert uv == {e.visitor_id for e in in_hour if e.path == path}
+        for path in hour_pages:  # a value's visitors are kept per minute: their union is the hour's
+            keys = [LAYOUT.dim_visitors("demo", m, "page", path) for m in minutes]
+            uv = set().union(*(agg.value_visitors.get(k, set()) for k in keys))
+            assert uv == {visitor_member(e.visitor_id) for e in in_hour if e.path == path}
         expires = agg.expire_at[LAYOUT.hour_counters("demo", hour)]
         assert expires == agg.expire_at[LAYOUT.hour_visitors("demo", hour)] == (hour + 1) * 3600 + 48 * 3600
 
@@ -110,12 +112,12 @@ def test_dimension_values_of_a_direct_visit() -> None:
     assert "utm_source" not in values
 
 
-def test_without_drops_already_counted_events() -> None:
+def test_skip_drops_already_counted_events() -> None:
     batch = events(20)
-    skip = {LAYOUT.dedup(e.site_id, e.event_id) for e in batch[:5]}
-    agg = without(batch, skip, LAYOUT, NOW)
+    skip = {fingerprint(e.event_id) for e in batch[:5]}
+    agg = aggregate(batch, LAYOUT, NOW, skip)
     assert agg.events == 15
-    assert not skip & set(agg.dedup_keys)
+    assert not skip & {fp for marks in agg.marks.values() for fp in marks}
 
 
 def test_referrer_labels_match_the_batch_layer() -> None:
