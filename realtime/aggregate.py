@@ -23,6 +23,7 @@ from typing import NamedTuple
 from footfall.vocabulary import EVENT_DIMENSIONS, REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR, ref_label, refpage
 from footfall_capture.events import Event
 from realtime.keys import VISITOR_CHARS, KeyLayout, fingerprint
+from realtime.value_counts import count_values
 
 
 class ValueOp(NamedTuple):
@@ -32,11 +33,11 @@ class ValueOp(NamedTuple):
 
     top_key: str
     cap: int
-    visitors_prefix: str  # + the value (or "(other)") names the value's HyperLogLog
+    visitors_prefix: str  # + the value (or "(other)") names the value's HyperLogLog ("": none kept)
     expire_at: int
     pageviews: int
     value: str
-    visitors: list[str]
+    visitors: str  # distinct visitor members (realtime.keys.visitor_member), concatenated
 
 
 @dataclass
@@ -66,7 +67,11 @@ class Batch:
         """Visitors per value HyperLogLog key, before any cap: a view for tests and tools."""
         members: dict[str, set[str]] = defaultdict(set)
         for op in self.values:
-            members[op.visitors_prefix + op.value].update(op.visitors)
+            if op.visitors_prefix:
+                joined, width = op.visitors, VISITOR_CHARS
+                members[op.visitors_prefix + op.value].update(
+                    joined[k : k + width] for k in range(0, len(joined), width)
+                )
         return members
 
 
@@ -139,11 +144,10 @@ def aggregate(events: Iterable[Event], layout: KeyLayout, now_ms: int, skip: Col
         batch.marks[site].append(fp)
         minutes[(site, event.ts // 60_000)].append(event)
     batch.events = len(fresh)
-    hours: dict[tuple[str, int], list[Event]] = defaultdict(list)  # page views by site and hour
+    views: list[Event] = []
     for (site, minute), group in minutes.items():
-        hours[(site, minute // 60)] += _add_minute(batch, layout, site, minute, group)
-    for (site, hour), views in hours.items():
-        _add_values(batch, layout, site, hour, views)
+        views += _add_minute(batch, layout, site, minute, group)
+    _add_values(batch, layout, views)
     return batch
 
 
@@ -179,45 +183,34 @@ def _add_minute(batch: Batch, layout: KeyLayout, site: str, minute: int, group: 
     return views
 
 
-def _add_values(batch: Batch, layout: KeyLayout, site: str, hour: int, views: list[Event]) -> None:
-    """Count the dimension values of one site-hour's page views, per minute and for the hour.
-
-    Each dimension is one column: ``Counter`` sums page views and ``set(zip(...))`` finds the
-    distinct visitors of each minute and value, in C."""
-    refs, visitors = _refs(views), [v[:VISITOR_CHARS] if (v := e.visitor_id) else None for e in views]
-    minutes = [e.ts // 60_000 for e in views]
-    hour_expires = layout.hour_expires_at(hour)
-    for dim, column in _COLUMNS.items():
-        values = column(views, refs)
-        per_hour = Counter(values)
-        per_hour.pop(None, None)
-        per_hour.pop("", None)
-        if not per_hour:
-            continue
-        # The hour's sorted set only: a value's visitors over hours are merged from its
-        # minutes' HyperLogLogs when read (realtime.keys), which halves what a page view adds.
-        top = layout.hour_top(site, hour, dim)
-        batch.expire_at[top] = hour_expires
-        batch.values.extend(_ranked(top, layout.hour_values, "", hour_expires, per_hour, {}))
-        per_minute: dict[int, Counter[str]] = defaultdict(Counter)
-        for (minute, value), n in Counter(zip(minutes, values, strict=True)).items():
-            if value:
-                per_minute[minute][value] = n
-        minute_visitors: dict[tuple[int, str], list[str]] = defaultdict(list)
-        for minute, value, visitor in set(zip(minutes, values, visitors, strict=True)):
-            if value and visitor:
-                minute_visitors[(minute, value)].append(visitor)
-        for minute, counts in per_minute.items():
-            top, prefix = layout.top(site, minute, dim), layout.dim_visitors(site, minute, dim, "")
-            expires = batch.expire_at[top] = layout.expires_at(minute)
-            of_minute = {value: minute_visitors.get((minute, value), []) for value in counts}
-            batch.values.extend(_ranked(top, layout.minute_values, prefix, expires, counts, of_minute))
-
-
-def _ranked(
-    top: str, cap: int, prefix: str, expires: int, pageviews: Counter[str], visitors: dict[str, list[str]]
-) -> list[ValueOp]:
-    """One bucket's value operations, the busiest values first: they take the places of a
-    capped set (realtime.keys, Caps)."""
-    ranked = sorted(pageviews.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [ValueOp(top, cap, prefix, expires, n, value, visitors.get(value, [])) for value, n in ranked]
+def _add_values(batch: Batch, layout: KeyLayout, views: list[Event]) -> None:
+    """Count the dimension values of the batch's page views per minute (with visitors) and
+    per hour (see :mod:`realtime.value_counts`), in the order that gives the busiest values
+    of each bucket the places of its capped set (realtime.keys, Caps)."""
+    if not views:
+        return
+    refs = _refs(views)
+    per_minute, per_hour = count_values(
+        [e.site_id for e in views],
+        [e.ts // 60_000 for e in views],
+        [v[:VISITOR_CHARS] if (v := e.visitor_id) else None for e in views],
+        [column(views, refs) for column in _COLUMNS.values()],
+    )
+    dims = list(_COLUMNS)
+    keys: dict[tuple[str, int, int], tuple[str, str, int]] = {}
+    for site, minute, dim, value, pageviews, visitors in per_minute:
+        if (named := keys.get((site, minute, dim))) is None:
+            name = dims[dim]
+            named = keys[(site, minute, dim)] = (
+                layout.top(site, minute, name), layout.dim_visitors(site, minute, name, ""), layout.expires_at(minute)
+            )  # fmt: skip
+            batch.expire_at[named[0]] = named[2]
+        batch.values.append(ValueOp(named[0], layout.minute_values, named[1], named[2], pageviews, value, visitors))
+    # The hours' sorted sets only: a value's visitors over hours are merged from its
+    # minutes' HyperLogLogs when read (realtime.keys), which halves what a page view adds.
+    for site, hour, dim, value, pageviews, _ in per_hour:
+        if (named := keys.get((site, -1 - hour, dim))) is None:
+            when = layout.hour_expires_at(hour)
+            named = keys[(site, -1 - hour, dim)] = (layout.hour_top(site, hour, dims[dim]), "", when)
+            batch.expire_at[named[0]] = when
+        batch.values.append(ValueOp(named[0], layout.hour_values, "", named[2], pageviews, value, ""))

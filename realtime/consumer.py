@@ -196,13 +196,13 @@ class RealtimeWorker:
         log.info("assigned %s", {tp.partition: starts[tp.partition] for tp in partitions})
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self._finish_pending()
+        self._finish_pending(rewind=False)  # whoever gets them next starts from the shards' records
         self._commit(asynchronous=False)
         self._forget(partitions)
         consumer.unassign()
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self._finish_pending()
+        self._finish_pending(rewind=False)
         self._forget(partitions)  # another member owns them now: commit nothing for them
         consumer.unassign()
 
@@ -276,10 +276,10 @@ class RealtimeWorker:
         futures = [self._writers.submit(store.send, step) for step in steps]
         self._pending = (futures, following, received)
 
-    def _finish_pending(self, also: Iterable[int] = ()) -> bool:
+    def _finish_pending(self, also: Iterable[int] = (), rewind: bool = True) -> bool:
         """Wait for the batch in flight; False if a shard's offsets had moved (the worker then
-        re-read every shard's records and sought back to them, for the partitions of that
-        batch and ``also`` those of a batch read since)."""
+        re-read every shard's records and, with ``rewind``, sought back to them, for the
+        partitions of that batch and ``also`` those of a batch read since)."""
         if self._pending is None:
             return True
         futures, following, received = self._pending
@@ -295,7 +295,8 @@ class RealtimeWorker:
             log.warning("%s: re-reading every shard's offsets and resuming from them", moved)
             if self.recent is not None:  # a shard may have lost marks of events this worker counted
                 self.recent.clear()
-            self._rewind({*following, *also})
+            if rewind:
+                self._rewind({*following, *also})
             return False
         self._done.update(following)
         if self.on_batch is not None:

@@ -27,7 +27,7 @@ import redis
 from footfall.vocabulary import VALUE_OTHER
 from footfall_capture.events import Event
 from realtime.aggregate import Batch, ValueOp, aggregate
-from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MARK_BYTES, VISITOR_CHARS, KeyLayout, shard_of
+from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MARK_BYTES, VISITOR_CHARS, KeyLayout, fingerprint, shard_of
 
 # ARGV: offsets key, np, np x (field, expected or "", next offset);
 # nsites, per site (current set, previous set, expire-at, marks joined);
@@ -272,6 +272,12 @@ class CounterStore:
             args = self._args(batch, offsets, group, now_ms, duplicates + len(skip))
         return ApplyResult(counted=batch.events, duplicates=duplicates + len(skip), late=batch.late, round_trips=trips)
 
+    def is_marked(self, site: str, event_id: str, now_ms: int) -> bool:
+        """Whether an event id is marked as counted in the dedup window of ``now_ms`` (any shard)."""
+        generation, mark = self.layout.dedup_generation(now_ms), fingerprint(event_id)
+        keys = [self.layout.dedup(site, g) for g in (generation, generation - 1)]
+        return any(client.sismember(key, mark) for client in self.shards for key in keys)
+
     def recorded_offsets(self, group: str) -> list[dict[str, int]]:
         """Each shard's record of ``group``'s next offsets (``topic:partition`` -> offset)."""
         return [
@@ -312,9 +318,10 @@ class CounterStore:
             for start in range(0, len(ops), PFADD_CHUNK):
                 chunk = ops[start : start + PFADD_CHUNK]
                 entries: list[object] = []
+                step = MARKS_CHUNK * VISITOR_CHARS
                 for op in chunk:  # a value with very many visitors continues in entries adding 0 page views
-                    for k in range(0, max(len(op.visitors), 1), MARKS_CHUNK):
-                        entries += [op.pageviews if k == 0 else 0, op.value, "".join(op.visitors[k : k + MARKS_CHUNK])]
+                    for k in range(0, max(len(op.visitors), 1), step):
+                        entries += [op.pageviews if k == 0 else 0, op.value, op.visitors[k : k + step]]
                 args += ["W", top, first.cap, first.visitors_prefix, first.expire_at, len(entries) // 3, *entries]
         for key, members in batch.pfadd.items():
             ordered = sorted(members)

@@ -1,7 +1,8 @@
-"""A consumer kept out of its group ends its processor's run, over a real broker.
+"""A consumer kept out of its group ends its processor's run, over a real broker: the
+archiver's (arroyo) and the realtime worker's (a confluent-kafka batch loop).
 
 The real failure (librdkafka never rejoining after a broker restart) cannot be caused on
-demand, so this holds the watched archiver out of its group the way a real group can: a
+demand, so this holds the watched consumer out of its group the way a real group can: a
 second member that stops serving its rebalance callback (it does not poll) keeps every
 rejoin waiting for up to its rebalance timeout. The watch must notice within its limit,
 end ``run()`` (the command then builds a new processor), and never fire while the
@@ -14,14 +15,19 @@ import dataclasses
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer
 
 from archive.archiver import build_archiver
 from footfall.config import Config
 from footfall.kafka_client import GroupWatch
+from footfall.supervise import Processor
 from footfall_capture.kafka import client_config
+from realtime.consumer import build_processor
+from realtime.runtime import store_for
 
 LIMIT_S = 8.0
 
@@ -40,23 +46,37 @@ def run_in_thread(target: object) -> tuple[threading.Thread, list[BaseException]
     return thread, errors
 
 
-def test_an_archiver_held_out_of_its_group_is_let_go_and_a_steady_one_is_not(
-    cfg: Config, kafka_topic: str, tmp_path: Path
+Build = Callable[[GroupWatch], Processor]
+
+
+def archiver(cfg: Config, group: str, topic: str, tmp_path: Path) -> Build:
+    acfg = dataclasses.replace(cfg, archive_url=(tmp_path / "archive").as_uri())
+    return lambda watch: build_archiver(acfg, group, topic, 100, 1.0, 6000, watch)[0]
+
+
+def realtime_worker(cfg: Config, group: str, topic: str, tmp_path: Path) -> Build:
+    store = store_for(cfg)
+    return lambda watch: build_processor(cfg, store, group, topic, 100, 1.0, 6000, watch=watch)
+
+
+@pytest.mark.parametrize("make", [archiver, realtime_worker])
+def test_a_consumer_held_out_of_its_group_is_let_go_and_a_steady_one_is_not(
+    cfg: Config, kafka_topic: str, tmp_path: Path, make: Callable[[Config, str, str, Path], Build]
 ) -> None:
     group = f"watch-{uuid.uuid4().hex[:8]}"
-    acfg = dataclasses.replace(cfg, archive_url=(tmp_path / "archive").as_uri())
+    build = make(cfg, group, kafka_topic, tmp_path)
 
-    # 1. Alone in its group, the archiver settles and the watch stays quiet.
+    # 1. Alone in its group, the consumer settles and the watch stays quiet.
     steady_watch = GroupWatch(limit_s=LIMIT_S)
-    processor, _ = build_archiver(acfg, group, kafka_topic, 100, 1.0, 6000, steady_watch)
+    processor = build(steady_watch)
     thread, errors = run_in_thread(processor.run)
     deadline = time.monotonic() + 60
     while steady_watch.state != "up/steady" and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert steady_watch.state == "up/steady", f"the archiver never settled in its group: {steady_watch.state}"
+    assert steady_watch.state == "up/steady", f"the consumer never settled in its group: {steady_watch.state}"
     time.sleep(LIMIT_S + 2)
     assert not steady_watch.stuck
-    assert thread.is_alive(), "run() ended although the archiver was a steady member"
+    assert thread.is_alive(), "run() ended although the consumer was a steady member"
     processor.signal_shutdown()
     thread.join(60)
     assert not errors
@@ -82,7 +102,7 @@ def test_an_archiver_held_out_of_its_group_is_let_go_and_a_steady_one_is_not(
     try:
         # From now on the laggard never polls: its revoke callback is never served.
         watch = GroupWatch(limit_s=LIMIT_S)
-        processor, _ = build_archiver(acfg, group, kafka_topic, 100, 1.0, 6000, watch)
+        processor = build(watch)
         started = time.monotonic()
         thread, errors = run_in_thread(processor.run)
         thread.join(LIMIT_S + 60)

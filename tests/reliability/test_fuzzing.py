@@ -403,11 +403,15 @@ def test_fuzzing_api_decoder_enrichment_beacons_invalid_only_in_invalid_topic(
             except ValueError:
                 continue
             if isinstance(doc, dict) and isinstance(doc.get("site_id"), str) and isinstance(doc.get("event_id"), str):
-                counted_invalid += bool(store.client.exists(store.layout.dedup(doc["site_id"], doc["event_id"])))
+                try:
+                    counted_invalid += store.is_marked(doc["site_id"], doc["event_id"], int(time.time() * 1000))
+                except ValueError:  # not a UUID: no event could carry it, so none was marked
+                    continue
         retention_start = now - store.layout.retention_s * 1000 + 3_600_000
         valid_recent = [decode(p) for p, v in zip(payloads, verdicts, strict=True) if v is None]
         valid_recent = [e for e in valid_recent if retention_start < e.ts <= now]
-        uncounted_valid = sum(not store.client.exists(store.layout.dedup(e.site_id, e.event_id)) for e in valid_recent)
+        marked_now = int(time.time() * 1000)
+        uncounted_valid = sum(not store.is_marked(e.site_id, e.event_id, marked_now) for e in valid_recent)
         tally.notes.append(
             f"collector: {len(collector_events)} events on the events topic, all valid; "
             f"{len(collector_invalid)} on the invalid topic, all invalid"
