@@ -89,19 +89,23 @@ while i <= #ARGV do
     local held = nil
     for j = i + 6, i + 3 + 3 * n, 3 do
       local incr, value = ARGV[j], ARGV[j + 1]
-      if tonumber(redis.call('ZINCRBY', key, incr, value)) == tonumber(incr) then  -- a new value
+      local new = tonumber(redis.call('ZINCRBY', key, incr, value)) == tonumber(incr)
+      if new then
         held = held or redis.call('ZCARD', key) - 1
         if held >= cap then
           redis.call('ZREM', key, value)
           value = '$OTHER'
-          redis.call('ZINCRBY', key, incr, value)
+          new = tonumber(redis.call('ZINCRBY', key, incr, value)) == tonumber(incr)
           held = nil
         else held = held + 1 end
       end
-      if prefix ~= '' and ARGV[j + 2] ~= '' then
+      -- Every value of a minute's set has its HyperLogLog, made (with its expiry) when the
+      -- value is: one EXPIREAT per value and minute, not per value and batch.
+      if prefix ~= '' then
         local uv = prefix .. value
-        redis.call('PFADD', uv, unpack(split(ARGV[j + 2], VISITOR)))
-        redis.call('EXPIREAT', uv, when)
+        if ARGV[j + 2] ~= '' then redis.call('PFADD', uv, unpack(split(ARGV[j + 2], VISITOR)))
+        elseif new then redis.call('PFADD', uv) end
+        if new then redis.call('EXPIREAT', uv, when) end
       end
     end
     i = i + 6 + 3 * n

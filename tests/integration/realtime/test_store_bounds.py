@@ -122,3 +122,22 @@ def test_sharded_counts_equal_one_redis(cfg: Config, two_shards: list[redis.Redi
     for (path, _), uv in zip(pages, a.visitors(site, "page", start, end, [p for p, _ in pages]), strict=True):
         true_uv = len({e.visitor_id for e in events if e.path == path})
         assert abs(uv - true_uv) <= 0.03 * true_uv + 1
+
+
+def test_every_key_of_a_site_expires(cfg: Config) -> None:
+    """Each bucket key is written with its expiry, including a value's visitor sketch made
+    when the value first came without visitors and got some in a later batch."""
+    store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout(minute_values=2))
+    site, now = site_id(), int(time.time() * 1000)
+    minute_start = (now // 60_000 - 1) * 60_000
+    gen = DemoTraffic(site_id=site, visitors=30, seed=5)
+    anonymous = msgspec.structs.replace(gen.event(minute_start + 1_000), path="/quiet", visitor_id=None)
+    store.apply([anonymous], now)
+    later = [msgspec.structs.replace(gen.event(minute_start + 2_000 + i), path="/quiet") for i in range(3)]
+    store.apply(later + [gen.event(minute_start + 3_000 + i) for i in range(200)], now)
+    keys = list(store.client.scan_iter(match=store.layout.site_pattern(site), count=1000))
+    keys += list(store.client.scan_iter(match=store.layout.dedup_site_pattern(site), count=1000))
+    assert len(keys) > 20
+    assert [k for k in keys if store.client.ttl(k) < 0] == []
+    sketch = store.layout.dim_visitors(site, minute_start // 60_000, "page", "/quiet")
+    assert store.client.pfcount(sketch) == len({e.visitor_id for e in later})
