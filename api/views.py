@@ -163,6 +163,12 @@ class _BreakdownBase(SiteView):
 class BreakdownView(_BreakdownBase):
     @extend_schema(
         summary="Top values of a dimension",
+        description=(
+            "Settled days are exact. Within the realtime window, a minute keeps the page views of its "
+            f"{v.MINUTE_VALUES:,} busiest values per dimension (an hour: {v.HOUR_VALUES:,}); "
+            f"further values of that bucket are counted under the value {v.VALUE_OTHER}, until the "
+            "nightly rollup settles the day."
+        ),
         parameters=[
             SITE,
             OpenApiParameter("dimension", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(v.API_DIMENSIONS)),

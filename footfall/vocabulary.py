@@ -65,6 +65,9 @@ REF_UNKNOWN: Final = "(unknown)"  # a referrer that names no host or app (not an
 # values first seen once the bucket held its share; see realtime.keys). No path, URL or
 # label above is spelled so.
 VALUE_OTHER: Final = "(other)"
+# How many values per dimension a bucket of the speed layer keeps (realtime.keys, Caps).
+MINUTE_VALUES: Final = 1000
+HOUR_VALUES: Final = 10_000
 
 
 def ref_label(ref_domain: str | None, referrer: str | None) -> str:

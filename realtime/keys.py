@@ -81,6 +81,8 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from footfall.vocabulary import HOUR_VALUES, MINUTE_VALUES
+
 ACTIVE_WINDOW_MS = 5 * 60 * 1000
 HOUR_MS = 3_600_000
 PREFIX = "ff:rt"
@@ -128,8 +130,8 @@ class KeyLayout:
 
     retention_s: int = 48 * 3600
     dedup_s: int = 2 * 3600
-    minute_values: int = 1000  # values per dimension in a minute's sorted set (see Caps)
-    hour_values: int = 10_000  # ... in an hour's
+    minute_values: int = MINUTE_VALUES  # values per dimension in a minute's sorted set (see Caps)
+    hour_values: int = HOUR_VALUES  # ... in an hour's
 
     def counters(self, site: str, minute: int) -> str:
         return f"{PREFIX}:{site}:{minute}:c"
