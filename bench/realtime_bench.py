@@ -159,6 +159,10 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     proc.wait(5)
 
 
+def worker_log(tree: Tree) -> Path:
+    return OUT / f"realtime-worker-{tree.label}.log"
+
+
 class RealtimeBench:
     """One run: its trees, site, topics, consumer groups, workers and clean-up (``cleanup`` undoes them all)."""
 
@@ -194,13 +198,14 @@ class RealtimeBench:
         checkouts = {*editable_roots(os.environ), *worktrees()}  # every checkout a worker could import from
         for tree in (old, new):
             tree.verify(os.environ, checkouts, "realtime", "run_realtime")
+            worker_log(tree).write_bytes(b"")  # this run's only
             print(f"{tree.label}: {tree.rev}{' (uncommitted changes)' if tree.dirty else ''} in {tree.root}, "
                   f"imports only its own code; batch size {tree.batch_size}", flush=True)  # fmt: skip
         return old, new
 
     def start_worker(self, tree: Tree, topic: str, group: str) -> subprocess.Popen[bytes]:
         """``manage.py run_realtime --topic --group`` of ``tree``, in its own session, logging to a file."""
-        with (OUT / f"realtime-worker-{tree.label}.log").open("ab") as log:
+        with worker_log(tree).open("ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, "manage.py", "run_realtime", "--topic", topic, "--group", group],
                 cwd=tree.root, env=tree.env(os.environ), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -241,7 +246,7 @@ class RealtimeBench:
         proc, progress, key = self.start_worker(tree, topic, group), list[Progress](), OFFSETS.format(group=group)
         while not progress or progress[-1].done < total:
             if proc.poll() is not None:
-                raise BenchError(f"the {tree.label} worker exited ({proc.returncode}): see realtime-worker-*.log")
+                raise BenchError(f"the {tree.label} worker exited ({proc.returncode}), log: {worker_log(tree)}")
             if time.perf_counter() - started > TIMEOUT_S:
                 raise BenchError(f"the {tree.label} worker did {progress[-1].done if progress else 0} of {total}")
             time.sleep(PROGRESS_S)
@@ -306,7 +311,7 @@ class RealtimeBench:
 
         send_marker()  # warm-up: Django start-up and the group join must not count as latency
         if not drain(120):
-            raise BenchError(f"the {tree.label} worker counted no marker within 120 s (realtime-worker-*.log)")
+            raise BenchError(f"the {tree.label} worker counted no marker within 120 s, log: {worker_log(tree)}")
         seen.clear()
         started = next_marker = time.perf_counter()
         sent = 0
@@ -330,7 +335,7 @@ class RealtimeBench:
         with lock:
             lat, missing, in_order = sorted(seen), len(pending), [round(x, 3) for x in seen]  # order seen, for trends
         if not lat:
-            raise BenchError("no latency sample (realtime-worker-*.log)")
+            raise BenchError(f"no latency sample, log: {worker_log(tree)}")
         p50, p99 = (lat[min(len(lat) - 1, int(q * len(lat)))] for q in (0.5, 0.99))  # real samples, no interpolation
         return {
             "worker": tree.label, "target_eps": round(rate), "produced_eps": round(sent / produced_s),
