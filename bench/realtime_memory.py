@@ -146,7 +146,10 @@ def measure(mix: str, args: argparse.Namespace, cleanup: contextlib.ExitStack) -
         store.apply(batch, now_ms=batch[-1].ts)  # now = event time, as a live worker sees it
         done += len(batch)
         if done % (BATCH * max(1, count // BATCH // 10)) == 0:
-            print(f"  {done:,} events, {time.perf_counter() - started:.0f}s, {server.memory()['used'] / 1e6:,.0f} MB")
+            print(
+                f"  {done:,} events, {time.perf_counter() - started:.0f}s, {server.memory()['used'] / 1e6:,.0f} MB",
+                flush=True,
+            )
     elapsed, after = time.perf_counter() - started, server.memory()
     minutes = range(start_ms // 60_000, (start_ms + int(count * 1000 / args.rate)) // 60_000 + 1)
     if (counted := pageviews(server.client, minutes)) != count:
