@@ -16,7 +16,7 @@ Same events in, same batch out (order aside): the tests run it twice and compare
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -124,17 +124,24 @@ _COLUMNS: dict[str, Callable[[list[Event], list[str]], list[str | None]]] = {
 assert set(_COLUMNS) == set(EVENT_DIMENSIONS), "a dimension without a column builder"
 
 
-def aggregate(events: Iterable[Event], layout: KeyLayout, now_ms: int, skip: Collection[bytes] = ()) -> Batch:
+def aggregate(
+    events: Sequence[Event],
+    layout: KeyLayout,
+    now_ms: int,
+    skip: Collection[bytes] = (),
+    marks: Sequence[bytes] | None = None,
+) -> Batch:
     """Sum ``events`` into one :class:`Batch`; events older than the window count as late;
-    events whose fingerprints are in ``skip`` (known to be counted already) are left out."""
+    events whose fingerprints are in ``skip`` (known to be counted already) are left out.
+    ``marks``: the events' fingerprints, when the caller has them already."""
     batch = Batch()
     oldest = now_ms - layout.retention_s * 1000
     fresh: dict[tuple[str, bytes], Event] = {}
-    for event in events:
+    for event, mark in zip(events, marks if marks is not None else map(_mark, events), strict=True):
         if event.ts < oldest:
             batch.late += 1
             continue
-        key = (event.site_id, fingerprint(event.event_id))
+        key = (event.site_id, mark)
         if key in fresh:
             batch.duplicates_in_batch += 1
         elif key[1] not in skip:
@@ -149,6 +156,10 @@ def aggregate(events: Iterable[Event], layout: KeyLayout, now_ms: int, skip: Col
         views += _add_minute(batch, layout, site, minute, group)
     _add_values(batch, layout, views)
     return batch
+
+
+def _mark(event: Event) -> bytes:
+    return fingerprint(event.event_id)
 
 
 def _add_minute(batch: Batch, layout: KeyLayout, site: str, minute: int, group: list[Event]) -> list[Event]:

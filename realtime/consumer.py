@@ -263,8 +263,8 @@ class RealtimeWorker:
                 recorded = expected[shard].get(field)
                 if recorded is None or recorded < next_offset:
                     offsets[field] = (recorded, next_offset)
-            events, known = self._leave_out_recent(events, now)
-            steps.append(store.prepare(shard, events, now, self.group, offsets, known_duplicates=known))
+            events, marks, known = self._leave_out_recent(events, now)
+            steps.append(store.prepare(shard, events, now, self.group, offsets, known, marks))
             received += len(events) + known
         if not self._finish_pending(also=following):
             return  # the previous batch found moved offsets: the consumer was sought back
@@ -303,17 +303,18 @@ class RealtimeWorker:
             self.on_batch(received, duplicates)
         return True
 
-    def _leave_out_recent(self, events: list[Event], now: int) -> tuple[list[Event], int]:
+    def _leave_out_recent(self, events: list[Event], now: int) -> tuple[list[Event], list[bytes] | None, int]:
         """Leave out the events this worker counted lately, and remember the rest as counted
-        (their step is sent next; if it fails, the memory is cleared)."""
+        (their step is sent next; if it fails, the memory is cleared). Returns the events
+        kept, their fingerprints, and how many were left out."""
         recent = self.recent
         if recent is None or not events:
-            return events, 0
-        keys = [(e.site_id, fingerprint(e.event_id)) for e in events]
-        kept = [e for e, key in zip(events, keys, strict=True) if key not in recent]
+            return events, None, 0
+        site_marks = [(e.site_id, fingerprint(e.event_id)) for e in events]
+        kept = [(e, key) for e, key in zip(events, site_marks, strict=True) if key not in recent]
         oldest = now - self.store.layout.retention_s * 1000  # late events are never counted
-        recent.update(key for e, key in zip(events, keys, strict=True) if e.ts >= oldest)
-        return kept, len(events) - len(kept)
+        recent.update(key for e, key in zip(events, site_marks, strict=True) if e.ts >= oldest)
+        return [e for e, _ in kept], [key[1] for _, key in kept], len(events) - len(kept)
 
     def _rewind(self, partitions: Iterable[int]) -> None:
         """Seek every partition of the batch back to the least offset its shards record."""

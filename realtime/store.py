@@ -166,6 +166,7 @@ class Prepared(NamedTuple):
 
     shard: int
     events: Sequence[Event]
+    marks: Sequence[bytes] | None
     now_ms: int
     group: str
     offsets: Offsets
@@ -246,18 +247,20 @@ class CounterStore:
         group: str = "realtime",
         offsets: Offsets | None = None,
         known_duplicates: int = 0,
+        marks: Sequence[bytes] | None = None,
     ) -> Prepared:
-        """The first half of :meth:`write`, all in Python: aggregate and build the step."""
-        batch = aggregate(events, self.layout, now_ms)
+        """The first half of :meth:`write`, all in Python: aggregate and build the step.
+        ``marks``: the events' fingerprints (realtime.keys), when the caller has them."""
+        batch = aggregate(events, self.layout, now_ms, marks=marks)
         offsets = offsets or {}
         duplicates = batch.duplicates_in_batch + known_duplicates
         args = self._args(batch, offsets, group, now_ms, duplicates)
-        return Prepared(shard, events, now_ms, group, offsets, duplicates, batch, args)
+        return Prepared(shard, events, marks, now_ms, group, offsets, duplicates, batch, args)
 
     def send(self, prepared: Prepared) -> ApplyResult:
         """The second half of :meth:`write`: the Redis step (again without the events it finds
         counted already)."""
-        shard, events, now_ms, group, offsets, duplicates, batch, args = prepared
+        shard, events, marks, now_ms, group, offsets, duplicates, batch, args = prepared
         skip, trips = set[bytes](), 0
         while True:
             trips += 1
@@ -272,7 +275,7 @@ class CounterStore:
                 }
                 raise OffsetsMoved(shard, moved)
             skip |= set(rest)
-            batch = aggregate(events, self.layout, now_ms, skip)
+            batch = aggregate(events, self.layout, now_ms, skip, marks)
             args = self._args(batch, offsets, group, now_ms, duplicates + len(skip))
         return ApplyResult(counted=batch.events, duplicates=duplicates + len(skip), late=batch.late, round_trips=trips)
 
