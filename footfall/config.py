@@ -61,6 +61,9 @@ class MissingSettingsError(ConfigError):
 LOCAL_PORTS: Mapping[str, int] = {
     "kafka": 19092,  # the controller listens on kafka + 1
     "redis": 16379,
+    # The first of three consecutive ports of `stack start redis-shards`, Redis shards of the
+    # speed layer for sharding tests (FOOTFALL_REALTIME_REDIS_URLS is never defaulted to them).
+    "redis_shards": 16380,
     "mongo": 17017,
     "web": 8000,
     "minio": 19000,  # the S3 server of `stack start minio` (ARCHIVE_S3_ENDPOINT is never defaulted)
