@@ -61,6 +61,9 @@ class MissingSettingsError(ConfigError):
 LOCAL_PORTS: Mapping[str, int] = {
     "kafka": 19092,  # the controller listens on kafka + 1
     "redis": 16379,
+    # The first of three consecutive ports of `stack start redis-shards`, Redis shards of the
+    # speed layer for sharding tests (FOOTFALL_REALTIME_REDIS_URLS is never defaulted to them).
+    "redis_shards": 16380,
     "mongo": 17017,
     "web": 8000,
     "minio": 19000,  # the S3 server of `stack start minio` (ARCHIVE_S3_ENDPOINT is never defaulted)
@@ -201,7 +204,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         ),
         events_retention_ms=_events_retention_ms(env, realtime_retention_s),
         redis_url=redis_url,
-        realtime_redis_urls=_redis_shards(env, redis_url),
+        realtime_redis_urls=_redis_shards(env, "FOOTFALL_REALTIME_REDIS_URLS", redis_url),
         # Celery's broker lives in its own Redis database so a FLUSHDB of counters in a
         # test or a rebuild can never drop queued tasks.
         celery_broker_url=_url(env, "CELERY_BROKER_URL", ("redis", "rediss"), _with_db(redis_url, 1)),
@@ -399,11 +402,10 @@ def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...], default: s
     return raw
 
 
-def _redis_shards(env: Mapping[str, str], redis_url: str) -> tuple[str, ...]:
+def _redis_shards(env: Mapping[str, str], name: str, redis_url: str) -> tuple[str, ...]:
     """``FOOTFALL_REALTIME_REDIS_URLS``: comma-separated Redis URLs, each a shard of the
     speed layer, in a fixed order (an event's shard is its position: never reorder them
     while counters are kept; see realtime.keys)."""
-    name = "FOOTFALL_REALTIME_REDIS_URLS"
     raw = env.get(name, "").strip()
     if not raw:
         return (redis_url,)

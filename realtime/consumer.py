@@ -172,15 +172,25 @@ class RealtimeWorker:
         return f"{self.topic}:{partition}"
 
     def _load_records(self, partitions: Iterable[int]) -> dict[int, int | None]:
-        """Read every shard's record for ``partitions``; the least per partition (None: no shard has one)."""
+        """Read every shard's record for ``partitions``; the least per partition (None: no shard has one).
+
+        Records only move forward, so one below what this worker last expected of its shard
+        means the shard lost steps (it came back from an older append-only file), perhaps this
+        worker's: the events it remembers as counted are counted there no longer, and must not
+        be left out when they are read again."""
         records = self.store.recorded_offsets(self.group)
         starts: dict[int, int | None] = {}
+        lost = False
         for partition in partitions:
             field = self._field(partition)
             for shard, record in enumerate(records):
-                self._expected[shard][field] = record.get(field)
+                expected, now = self._expected[shard].get(field), record.get(field)
+                lost = lost or (expected is not None and (now is None or now < expected))
+                self._expected[shard][field] = now
             known = [record[field] for record in records if field in record]
             starts[partition] = min(known) if known else None
+        if lost and self.recent is not None:
+            self.recent.clear()
         return starts
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

@@ -12,6 +12,7 @@ py="$venv/bin/python"
 export FOOTFALL_STATE_DIR=${FOOTFALL_RELIABILITY_STATE_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/footfall-reliability.XXXXXX")}
 export FOOTFALL_KAFKA_PORT=${FOOTFALL_RELIABILITY_KAFKA_PORT:-49092}
 export FOOTFALL_REDIS_PORT=${FOOTFALL_RELIABILITY_REDIS_PORT:-46379}
+export FOOTFALL_REDIS_SHARDS_PORT=${FOOTFALL_RELIABILITY_REDIS_SHARDS_PORT:-46380}  # three ports: 46380-46382
 export FOOTFALL_MONGO_PORT=${FOOTFALL_RELIABILITY_MONGO_PORT:-47117}
 export FOOTFALL_WEB_PORT=${FOOTFALL_RELIABILITY_WEB_PORT:-48000}
 export FOOTFALL_RELIABILITY=full FOOTFALL_FUZZ_EXAMPLES=${FOOTFALL_FUZZ_EXAMPLES:-1500}
@@ -24,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$py" -m deploy.local.stack start redis mongo kafka spark chromium spark-cluster
+"$py" -m deploy.local.stack start redis redis-shards mongo kafka spark chromium spark-cluster
 eval "$("$py" -m deploy.local.stack env)"
 status=0
 "$py" -m pytest tests/reliability -m reliability -p no:cacheprovider "$@" || status=$?

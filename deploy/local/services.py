@@ -12,6 +12,9 @@ processes themselves are declared in ``deploy/local/supervisord.conf`` and run b
   ``min.insync.replicas=2``; ``deploy/local/cluster.sh``).
 * Redis: Debian's ``redis-server`` with its own port, data directory and an append-only
   file (the realtime layer's exactly-once bookkeeping must survive a restart).
+* Redis shards: three more such servers (``redis-shard-1``..``-3``) on consecutive ports
+  from ``FOOTFALL_REDIS_SHARDS_PORT``, for a speed layer sharded over several Redis
+  (``FOOTFALL_REALTIME_REDIS_URLS``). Not part of the default stack: ``stack start redis-shards``.
 * Mongo-wire server: mongo-java-server with its H2 backend (one file), resolved from Maven
   Central and run on the machine's JDK. Production runs MongoDB; Footfall talks to either
   only through pymongo.
@@ -49,6 +52,7 @@ from footfall_capture.kafka import client_config
 
 KAFKA_VERSION = "4.3.1"
 KAFKA_BROKER_COUNTS = (1, 3)  # FOOTFALL_KAFKA_BROKERS: one node, or a cluster of three
+REDIS_SHARDS = 3  # `stack start redis-shards`: as many as supervisord.conf's redis-shard numprocs
 MONGO_JAVA_SERVER_VERSION = "1.46.0"
 # MinIO publishes RELEASE.* tags, not semantic versions, so the Go module proxy knows its
 # commits by pseudo-version; this one is the server's commit of 2026-02-12.
@@ -82,6 +86,7 @@ class StackConfig:
     mongo_port: int
     web_port: int
     minio_port: int
+    redis_shards_port: int  # the first of REDIS_SHARDS consecutive ports
     start_timeout: float
     kafka_brokers: int = 1
 
@@ -97,6 +102,9 @@ class StackConfig:
             mongo_port=_int_env(env, "FOOTFALL_MONGO_PORT", LOCAL_PORTS["mongo"], 1024, 65534),
             web_port=_int_env(env, "FOOTFALL_WEB_PORT", LOCAL_PORTS["web"], 1024),
             minio_port=_int_env(env, "FOOTFALL_MINIO_PORT", LOCAL_PORTS["minio"], 1024),
+            redis_shards_port=_int_env(
+                env, "FOOTFALL_REDIS_SHARDS_PORT", LOCAL_PORTS["redis_shards"], 1024, 65536 - REDIS_SHARDS
+            ),
             start_timeout=float(_int_env(env, "FOOTFALL_START_TIMEOUT", 180, 5, 3600)),
             kafka_brokers=_int_env(env, "FOOTFALL_KAFKA_BROKERS", 1, 1, 3),
         )
@@ -105,11 +113,11 @@ class StackConfig:
             # of either would stop every write: one node, or a cluster of three.
             raise StackError(f"FOOTFALL_KAFKA_BROKERS: expected 1 or 3 (got {cfg.kafka_brokers})")
         kafka = [port + offset for port in cfg.kafka_broker_ports for offset in (0, 1)]
-        ports = [*kafka, cfg.redis_port, cfg.mongo_port, cfg.web_port, cfg.minio_port]
+        ports = [*kafka, cfg.redis_port, cfg.mongo_port, cfg.web_port, cfg.minio_port, *cfg.redis_shard_ports]
         if len(set(ports)) != len(ports):
             raise StackError(
-                f"FOOTFALL_*_PORT: ports overlap ({ports}); "
-                "each Kafka broker uses two ports, counting from FOOTFALL_KAFKA_PORT"
+                f"FOOTFALL_*_PORT: ports overlap ({ports}); each Kafka broker uses two ports, counting from "
+                f"FOOTFALL_KAFKA_PORT, and the Redis shards {REDIS_SHARDS}, from FOOTFALL_REDIS_SHARDS_PORT"
             )
         return cfg
 
@@ -122,6 +130,16 @@ class StackConfig:
     def kafka_bootstrap(self) -> str:
         """Every broker, as ``KAFKA_BOOTSTRAP_SERVERS`` lists them."""
         return ",".join(f"127.0.0.1:{port}" for port in self.kafka_broker_ports)
+
+    @property
+    def redis_shard_ports(self) -> list[int]:
+        """Each Redis shard's port (``redis-shard-1`` on the first)."""
+        return [self.redis_shards_port + i for i in range(REDIS_SHARDS)]
+
+    @property
+    def redis_shard_urls(self) -> str:
+        """The shards' URLs, comma-separated in shard order, as ``FOOTFALL_REALTIME_REDIS_URLS`` lists them."""
+        return ",".join(f"redis://127.0.0.1:{port}/0" for port in self.redis_shard_ports)
 
     @property
     def log_dir(self) -> Path:
@@ -149,6 +167,9 @@ class StackConfig:
             "AWS_ACCESS_KEY_ID": Minio.access_key,
             "AWS_SECRET_ACCESS_KEY": Minio.secret_key,
             "FOOTFALL_SPARK_EXTRA_CLASSPATH": f"{Minio(self).hadoop_aws_libs}/*",
+            # The Redis shards of `stack start redis-shards`. The speed layer stays on REDIS_URL
+            # unless FOOTFALL_REALTIME_REDIS_URLS says otherwise (e.g. =$FOOTFALL_REDIS_SHARD_URLS).
+            "FOOTFALL_REDIS_SHARD_URLS": self.redis_shard_urls,
         }
 
     def supervisor_environment(self) -> dict[str, str]:
@@ -160,6 +181,7 @@ class StackConfig:
             **self.app_environment(),
             "FOOTFALL_STATE_DIR": str(self.state_dir),
             "FOOTFALL_REDIS_PORT": str(self.redis_port),
+            "FOOTFALL_REDIS_SHARDS_PORT": str(self.redis_shards_port),
             "FOOTFALL_KAFKA_PORT": str(self.kafka_port),
             "FOOTFALL_MONGO_PORT": str(self.mongo_port),
             "FOOTFALL_SPARK_PORT": str(spark.port),
@@ -316,12 +338,80 @@ class Redis(Service):
         (self.cfg.state_dir / "redis").mkdir(parents=True, exist_ok=True)
 
     def healthy(self) -> bool:
-        import redis
+        return _redis_answers(self.cfg.redis_port)
 
-        try:
-            return bool(redis.Redis(port=self.cfg.redis_port, socket_timeout=1).ping())
-        except redis.RedisError:
-            return False
+
+def _redis_answers(port: int) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis(port=port, socket_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+class RedisShards(Service):
+    """Three Redis servers for a sharded speed layer (``FOOTFALL_REALTIME_REDIS_URLS``), each
+    like the stack's ``redis`` (an append-only file fsync'd every second, no snapshots) with
+    its own data directory, as processes ``redis-shard-1``..``-3`` on consecutive ports from
+    ``FOOTFALL_REDIS_SHARDS_PORT``. ``stack kill redis-shard-2`` SIGKILLs one; ``stack start
+    redis-shards`` starts the ones that are down, each from its append-only file."""
+
+    name = "redis-shards"
+    program = "redis-shard-1"  # the first shard stands for the service; programs() lists all
+    port_variable = "FOOTFALL_REDIS_SHARDS_PORT"
+
+    @property
+    def shards(self) -> list[tuple[str, int, Path]]:
+        """Each shard's supervisord program, port and data directory (as supervisord.conf's numprocs)."""
+        return [
+            (f"redis-shard-{i}", port, self.cfg.state_dir / f"redis-shard-{i}")
+            for i, port in enumerate(self.cfg.redis_shard_ports, start=1)
+        ]
+
+    def install(self) -> None:
+        Redis(self.cfg).install()
+
+    def ports(self) -> list[int]:
+        return self.cfg.redis_shard_ports
+
+    def programs(self) -> list[str]:
+        return [program for program, _, _ in reversed(self.shards)]
+
+    def pid(self) -> int | None:
+        """The pid of the first shard that runs."""
+        return next((pid for p, _, _ in self.shards if (pid := self.supervisor.pid(p)) is not None), None)
+
+    def prepare(self) -> None:
+        """Each shard's data directory, and its ``shard.conf`` naming its port (the rest of its
+        settings are on its command line in supervisord.conf, as the stack's ``redis`` has them)."""
+        for _, port, data in self.shards:
+            data.mkdir(parents=True, exist_ok=True)
+            (data / "shard.conf").write_text(f"port {port}\n")
+
+    def healthy(self) -> bool:
+        return all(_redis_answers(port) for _, port, _ in self.shards)
+
+    def start(self) -> str:
+        """Start the shards that are not running and wait until all three answer."""
+        self.install()
+        down = [(program, port) for program, port, _ in self.shards if self.supervisor.pid(program) is None]
+        for _, port in down:
+            ensure_port_free(port, self.name, self.port_variable)
+        self.prepare()
+        started = [f"{program} (pid {self.supervisor.start(program)})" for program, _ in down]
+        wait_until(
+            self.healthy,
+            self.cfg.start_timeout,
+            f"redis shards on ports {', '.join(map(str, self.ports()))}",
+            alive=lambda: all(self.supervisor.pid(p) is not None for p, _, _ in self.shards),
+            log_file=self.supervisor.log_file(down[0][0] if down else self.program),
+        )
+        return f"started {', '.join(started)}" if started else f"already running ({len(self.shards)} shards)"
+
+    def kill(self) -> bool:
+        """SIGKILL every shard (one shard: ``stack kill redis-shard-N``)."""
+        return any([self.supervisor.kill(program) for program in self.programs()])
 
 
 class Mongo(Service):
@@ -854,6 +944,7 @@ class DeployTools(Service):
 
 SERVICES: dict[str, type[Service]] = {
     "redis": Redis,
+    "redis-shards": RedisShards,
     "mongo": Mongo,
     "kafka": Kafka,
     "spark": Spark,

@@ -32,7 +32,8 @@ from deploy.local.checks import StackError, wait_until
 from deploy.local.services import REPO, SERVICES, StackConfig, make_service
 
 ORDER = ["redis", "mongo", "kafka", "spark", "chromium"]
-OPTIONAL = ["spark-cluster", "minio", "deploy-tools"]  # started only when named; always stopped by a plain `stop`
+# Started only when named; always stopped by a plain `stop`.
+OPTIONAL = ["spark-cluster", "minio", "redis-shards", "deploy-tools"]
 # Footfall's own processes (supervisord.conf), started in this order after the services, stopped in reverse.
 APPS = ["web", "realtime-1", "realtime-2", "archiver", "celery", "celery-beat", "demo-traffic"]
 

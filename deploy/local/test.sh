@@ -12,6 +12,7 @@ py="$venv/bin/python"
 export FOOTFALL_STATE_DIR=${FOOTFALL_TEST_STATE_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/footfall-test.XXXXXX")}
 export FOOTFALL_KAFKA_PORT=${FOOTFALL_TEST_KAFKA_PORT:-29092}
 export FOOTFALL_REDIS_PORT=${FOOTFALL_TEST_REDIS_PORT:-26379}
+export FOOTFALL_REDIS_SHARDS_PORT=${FOOTFALL_TEST_REDIS_SHARDS_PORT:-26380}  # three ports: 26380-26382
 export FOOTFALL_MONGO_PORT=${FOOTFALL_TEST_MONGO_PORT:-27117}
 export FOOTFALL_WEB_PORT=${FOOTFALL_TEST_WEB_PORT:-28000}
 export FOOTFALL_MINIO_PORT=${FOOTFALL_TEST_MINIO_PORT:-29000}
@@ -25,7 +26,7 @@ cleanup() {
 trap cleanup EXIT
 
 started=$(date +%s)
-"$py" -m deploy.local.stack start redis mongo kafka spark chromium spark-cluster minio deploy-tools
+"$py" -m deploy.local.stack start redis redis-shards mongo kafka spark chromium spark-cluster minio deploy-tools
 eval "$("$py" -m deploy.local.stack env)"
 echo "services up in $(( $(date +%s) - started ))s"
 

@@ -8,18 +8,21 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from footfall.config import Config
-from footfall_capture.events import InvalidEvent, decode
-from footfall_capture.kafka import client_config
+from footfall_capture.events import Event, InvalidEvent, decode, encode
+from footfall_capture.kafka import client_config, producer_config
+from footfall_capture.sink import event_key
+from tests.integration.kafka_tail import send
 from tests.reliability.conftest import REPO
 
 
@@ -40,6 +43,27 @@ def start_archiver(cfg: Config, topic: str, batch_size: int) -> subprocess.Popen
         cwd=REPO, env={**os.environ, "ARCHIVE_URL": cfg.archive_url},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+def produce_steadily(
+    cfg: Config, topic: str, events: Sequence[Event], seconds: float, steps: int = 50
+) -> threading.Thread:
+    """A started thread that puts ``events`` on ``topic`` (keyed as the collector keys them) in
+    ``steps`` even parts over ``seconds``, then waits until the broker has them all."""
+
+    def run() -> None:
+        out = Producer(producer_config(cfg.kafka))
+        size = -(-len(events) // steps)
+        t0 = time.monotonic()
+        for i in range(steps):
+            time.sleep(max(0.0, t0 + i * seconds / steps - time.monotonic()))
+            for event in events[i * size : (i + 1) * size]:
+                send(out, topic, encode(event), event_key(event))
+        assert out.flush(120) == 0
+
+    feeding = threading.Thread(target=run, daemon=True)
+    feeding.start()
+    return feeding
 
 
 def wait_while_progressing(remaining: Callable[[], int], stall_s: float, what: str, every: float = 1.0) -> float:

@@ -8,26 +8,20 @@ exactly (per minute, page and referrer) and the group's committed lag is back to
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 
 import redis
-from confluent_kafka import Producer
 
 from footfall.config import Config
-from footfall_capture.events import encode
-from footfall_capture.kafka import producer_config
-from footfall_capture.sink import event_key
 from query.realtime import RealtimeQueries
 from realtime.health import consumer_lag
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
-from tests.integration.kafka_tail import send
 from tests.integration.realtime.conftest import Workers, consumed, truth, wait_consumed
 from tests.integration.realtime.test_exactly_once import assert_exact, end_offsets, traffic
 from tests.reliability.conftest import Results, Row, size
-from tests.reliability.faults import fresh_topic, wait_for
+from tests.reliability.faults import fresh_topic, produce_steadily, wait_for
 
 EVENTS = size(15_000, 100_000)
 PRODUCE_S = size(10, 60)  # the stream is produced at a steady rate over this long
@@ -36,10 +30,14 @@ WORKERS = 3  # the oldest is killed each time, so each lives ~6 s: long enough t
 KILL_WINDOW_S = size(16, 180)  # kills stop once everything is consumed, or after this long
 
 
+def shard_records(store: CounterStore, group: str, topic: str) -> list[int]:
+    """Per shard, the messages of ``topic`` whose effects the group recorded there (with the counts)."""
+    return [sum(v for k, v in record.items() if k.startswith(f"{topic}:")) for record in store.recorded_offsets(group)]
+
+
 def counted_offsets(store: CounterStore, group: str, topic: str) -> int:
-    """Messages of ``topic`` whose effects the group recorded in Redis (with the counts)."""
-    recorded = store.client.hgetall(store.layout.offsets(group))
-    return sum(int(v) for k, v in recorded.items() if k.decode().startswith(f"{topic}:"))
+    """Messages of ``topic`` whose effects the group recorded in Redis (with the counts), on every shard."""
+    return min(shard_records(store, group, topic))
 
 
 def test_worker_kill_9_every_2s(cfg: Config, results: Results) -> None:
@@ -49,23 +47,10 @@ def test_worker_kill_9_every_2s(cfg: Config, results: Results) -> None:
     store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout())
     with fresh_topic(cfg) as topic:
         workers = Workers(topic, f"g-{topic}")
-        chunks = 50
-        step = -(-len(stream) // chunks)
-
-        def producer() -> None:
-            out = Producer(producer_config(cfg.kafka))
-            t0 = time.monotonic()
-            for i in range(chunks):
-                time.sleep(max(0.0, t0 + i * PRODUCE_S / chunks - time.monotonic()))
-                for event in stream[i * step : (i + 1) * step]:
-                    send(out, topic, encode(event), event_key(event))
-            assert out.flush(120) == 0
-
-        feeding = threading.Thread(target=producer, daemon=True)
         try:
             for _ in range(WORKERS):
                 workers.start()
-            feeding.start()
+            feeding = produce_steadily(cfg, topic, stream, PRODUCE_S)
             # The first kill lands on a group that is counting (later ones may find it rebalancing).
             wait_for(lambda: counted_offsets(store, workers.group, topic) > 0, 120, "the workers counting")
             at_first_kill = counted_offsets(store, workers.group, topic)

@@ -229,3 +229,18 @@ def test_events_retention_must_cover_the_realtime_window() -> None:
     # A longer realtime window raises the default with it.
     long_window = load_config({**LOCAL, "FOOTFALL_REALTIME_RETENTION_HOURS": str(24 * 10)}, BASE)
     assert long_window.events_retention_ms == (24 * 10 + 1) * 3_600_000
+
+
+def test_realtime_shards_default_to_redis_url_and_keep_their_order() -> None:
+    """FOOTFALL_REALTIME_REDIS_URLS lists the speed layer's shards in order; unset, REDIS_URL is the one."""
+    assert load_config(LOCAL, BASE).realtime_redis_urls == (f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0",)
+    urls = "redis://r2:6379/0, redis://r1:6379/0,redis://r3:6379/0"
+    assert load_config({**LOCAL, "FOOTFALL_REALTIME_REDIS_URLS": urls}, BASE).realtime_redis_urls == (
+        "redis://r2:6379/0", "redis://r1:6379/0", "redis://r3:6379/0"
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("urls", ["redis://r1:6379/0,http://r2:6379/0", "redis://r1:6379/0,redis://r1:6379/0"])
+def test_realtime_shards_refuse_other_schemes_and_repeats(urls: str) -> None:
+    with pytest.raises(ConfigError, match=r"^FOOTFALL_REALTIME_REDIS_URLS: expected"):
+        load_config({**LOCAL, "FOOTFALL_REALTIME_REDIS_URLS": urls}, BASE)

@@ -68,6 +68,14 @@ def test_config_commands_use_the_stack_ports(monkeypatch: pytest.MonkeyPatch, tm
     # The S3 server's keys come from its environment, never its command line.
     assert not [arg for arg in command["minio"] if "footfall-local" in arg]
     assert command["kafka-broker-3"][-1] == str(tmp_path / "kafka-cluster-29092" / "node-3" / "server.properties")
+    # Each Redis shard reads its port from the shard.conf `stack start redis-shards` writes, in its own directory.
+    shard = command["redis-shard-3"]
+    assert shard[1] == str(tmp_path / "redis-shard-3" / "shard.conf")
+    assert shard[shard.index("--dir") + 1] == str(tmp_path / "redis-shard-3")
+    # The same persistence as the stack's Redis: an append-only file fsync'd every second, no snapshots.
+    persistence = ["--appendonly", "--appendfsync", "--save"]
+    assert [shard[shard.index(o) + 1] for o in persistence] == [command["redis"][command["redis"].index(o) + 1]
+                                                                for o in persistence]  # fmt: skip
 
 
 def test_a_kafka_cluster_is_three_nodes_on_port_pairs(tmp_path: Path) -> None:
@@ -79,6 +87,26 @@ def test_a_kafka_cluster_is_three_nodes_on_port_pairs(tmp_path: Path) -> None:
     assert kafka.ports() == [29092, 29093, 29094, 29095, 29096, 29097]
     assert cfg.app_environment()["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:29092,127.0.0.1:29094,127.0.0.1:29096"
     assert type(make_service("kafka", StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path)}))) is Kafka
+
+
+def test_redis_shards_are_three_servers_on_consecutive_ports(tmp_path: Path) -> None:
+    """`stack start redis-shards`: one port each from FOOTFALL_REDIS_SHARDS_PORT, written where
+    each shard's command reads it; the app is pointed at them only when asked to."""
+    cfg = StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_REDIS_SHARDS_PORT": "26380"})
+    shards = make_service("redis-shards", cfg)
+    assert shards.ports() == [26380, 26381, 26382]
+    assert shards.programs() == ["redis-shard-3", "redis-shard-2", "redis-shard-1"]
+    shards.prepare()
+    assert [(tmp_path / f"redis-shard-{i}" / "shard.conf").read_text() for i in (1, 2, 3)] == [
+        "port 26380\n", "port 26381\n", "port 26382\n"
+    ]  # fmt: skip
+    env = cfg.app_environment()
+    assert env["FOOTFALL_REDIS_SHARD_URLS"] == ",".join(f"redis://127.0.0.1:{p}/0" for p in (26380, 26381, 26382))
+    assert "FOOTFALL_REALTIME_REDIS_URLS" not in env  # sharding is opt-in: the default speed layer is REDIS_URL
+    assert load_config(env, tmp_path).realtime_redis_urls == (env["REDIS_URL"],)
+    sharded = load_config({**env, "FOOTFALL_REALTIME_REDIS_URLS": env["FOOTFALL_REDIS_SHARD_URLS"]}, tmp_path)
+    assert len(sharded.realtime_redis_urls) == 3
+    assert StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path)}).redis_shard_ports == [16380, 16381, 16382]
 
 
 @pytest.mark.parametrize(
@@ -299,6 +327,8 @@ def test_taken_port_is_a_clear_error() -> None:
         ({"FOOTFALL_REDIS_PORT": "80"}, "FOOTFALL_REDIS_PORT: expected an integer between 1024 and 65535"),
         ({"FOOTFALL_MONGO_PORT": "19093"}, "ports overlap"),  # collides with Kafka's controller port
         ({"FOOTFALL_MINIO_PORT": "16379"}, "ports overlap"),  # Redis's
+        ({"FOOTFALL_REDIS_SHARDS_PORT": "16378"}, "ports overlap"),  # the second shard would take Redis's
+        ({"FOOTFALL_REDIS_SHARDS_PORT": "65534"}, "FOOTFALL_REDIS_SHARDS_PORT: expected an integer between"),
     ],
 )
 def test_stack_config_rejects_bad_ports(env: dict[str, str], message: str) -> None:
