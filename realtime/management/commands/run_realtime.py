@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from footfall.config import footfall_config
 from footfall.supervise import Processor, add_consumer_arguments, consumer_options, run_until_stopped
 from footfall_capture.kafka_security import KafkaAuthenticationFailed
-from realtime.consumer import RECENT_IDS, build_processor
+from realtime.consumer import BATCH_SIZE, BATCH_TIME_S, RECENT_IDS, build_processor
 from realtime.runtime import GROUP, get_store
 
 
@@ -22,7 +22,9 @@ class Command(BaseCommand):
     help = "Run a realtime worker: consume events and keep the minutely Redis counters."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        add_consumer_arguments(parser, group=GROUP, batch_size=5000, batch_time=0.5, batch_help="seconds")
+        add_consumer_arguments(
+            parser, group=GROUP, batch_size=BATCH_SIZE, batch_time=BATCH_TIME_S, batch_help="seconds"
+        )
         parser.add_argument(
             "--recent-ids",
             type=int,

@@ -141,3 +141,26 @@ def test_every_key_of_a_site_expires(cfg: Config) -> None:
     assert [k for k in keys if store.client.ttl(k) < 0] == []
     sketch = store.layout.dim_visitors(site, minute_start // 60_000, "page", "/quiet")
     assert store.client.pfcount(sketch) == len({e.visitor_id for e in later})
+
+
+def test_a_big_batch_goes_in_one_step_whatever_its_lists(cfg: Config) -> None:
+    """20,000 page views of one page in one minute by 20,000 visitors: every list (marks,
+    a value's visitors, last-seen times) is longer than one Lua call takes, and is split
+    within the one step."""
+    store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout())
+    site, now = site_id(), int(time.time() * 1000)
+    minute_start = (now // 60_000 - 1) * 60_000
+    base = DemoTraffic(site_id=site, seed=6).event(minute_start)
+    events = [
+        msgspec.structs.replace(base, event_id=str(uuid.uuid4()), ts=minute_start + i % 60_000, visitor_id=f"{i:016x}")
+        for i in range(20_000)
+    ]
+    result = store.apply(events, now)
+    assert (result.counted, result.round_trips) == (20_000, 1)
+    queries = RealtimeQueries(store)
+    start, end = minute_start, minute_start + 60_000
+    assert queries.ranking(site, "page", start, end) == [(base.path, 20_000)]
+    (visitors,) = queries.visitors(site, "page", start, end, [base.path])
+    assert abs(visitors - 20_000) <= 0.03 * 20_000
+    assert queries.concurrent(site, now) == 20_000  # all seen within the last two minutes
+    assert store.apply(events[:10], now).duplicates == 10
