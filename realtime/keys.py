@@ -9,7 +9,7 @@ key                                      type        content
 =======================================  ==========  =================================================
 ``ff:rt:{site}:{m}:c``                   hash        ``events``, ``pageviews``, ``bot_events``,
                                                      ``event:<type>`` counts
-``ff:rt:{site}:{m}:uv``                  HyperLog    visitor ids of non-bot events (mergeable to
+``ff:rt:{site}:{m}:uv``                  HyperLog    visitors (:func:`visitor_member`) of non-bot events (mergeable to
                                                      hours and days with PFCOUNT over many keys)
 ``ff:rt:{site}:{m}:top:{dim}``           zset        page views per value of ``dim`` (top-N by
                                                      ZREVRANGE; ranges by ZUNION)
@@ -23,7 +23,7 @@ key                                      type        content
                                                      minute
 ``ff:rt:hours_from``                     string      first hour ``h`` from which every hour key is
                                                      complete (see below)
-``ff:rt:{site}:active``                  zset        visitor id -> last event time (ms); concurrent
+``ff:rt:{site}:active``                  zset        visitor -> last event time (ms); concurrent
                                                      visitors = members seen in the last 5 minutes
 ``ff:rt:seen:{site}:{g}``                set         dedup marks: the ids (16 bytes each, see
                                                      :func:`fingerprint`) of the events counted while
@@ -48,7 +48,7 @@ new event is checked against the current and the previous generation, so a repea
 caught for at least ``dedup_s`` after its original was counted (at most twice that). A
 repeat arriving later is counted again by the speed layer and removed by the next nightly
 rollup; until then it shows as realtime-versus-batch drift. A generation is one set per
-site, checked and written with one command each per batch (SMISMEMBER, SADD): about 50
+site, checked and written with one command each per batch (SMISMEMBER, SADD): about 60
 bytes a mark in Redis 7.
 
 **Shards.** The counters may be spread over several Redis instances
