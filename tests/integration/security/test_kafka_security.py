@@ -62,7 +62,7 @@ def archived_ids(cfg: Config, site: str) -> list[str]:
     root = Path(cfg.archive_url.removeprefix("file://")) / "events" / f"site_id={site}"
     return [
         i
-        for f in sorted(root.rglob("*.parquet"))
+        for f in sorted(root.rglob("part-*.parquet"))  # not the archiver's .tmp-part-* files, renamed any time
         for i in pq.read_table(f, columns=["event_id"])["event_id"].to_pylist()
     ]
 
