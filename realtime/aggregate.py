@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from footfall.vocabulary import EVENT_DIMENSIONS, REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR, ref_label, refpage
+from footfall.vocabulary import EVENT_DIMENSIONS, REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
 from footfall_capture.events import Event
 from realtime.keys import VISITOR_CHARS, KeyLayout, fingerprint
 from realtime.value_counts import count_values
@@ -75,32 +75,9 @@ class Batch:
         return members
 
 
-_DIMENSIONS = frozenset(EVENT_DIMENSIONS)
-
-
-def dimension_values(event: Event) -> dict[str, str]:
-    """The breakdown values of a page view (absent ones are left out, never guessed)."""
-    ref = ref_label(event.ref_domain, event.referrer)  # as the batch rollup labels it
-    utm, ua = event.utm, event.ua
-    values = {
-        "page": event.path,
-        "ref": ref,
-        "refurl": event.referrer,
-        "refpage": refpage(ref, event.path),
-        "ref_type": event.ref_type,
-        "utm_source": utm.source if utm else None,
-        "utm_medium": utm.medium if utm else None,
-        "utm_campaign": utm.campaign if utm else None,
-        "browser": ua.browser if ua else None,
-        "os": ua.os if ua else None,
-        "device": ua.device if ua else None,
-        "country": event.country,
-    }
-    return {dim: value for dim, value in values.items() if value and dim in _DIMENSIONS}
-
-
 def _refs(views: list[Event]) -> list[str]:
-    # ref_label inlined: this runs once per page view (same answers, see the unit tests)
+    # footfall.vocabulary.ref_label inlined: this runs once per page view (same answers: the unit
+    # tests compare dimension_values, built from these columns, with the batch layer's labels)
     return [e.ref_domain or (REF_UNKNOWN if (r := e.referrer) and r.strip() else REF_DIRECT) for e in views]
 
 
@@ -122,6 +99,14 @@ _COLUMNS: dict[str, Callable[[list[Event], list[str]], list[str | None]]] = {
     "country": lambda views, refs: [e.country for e in views],
 }
 assert set(_COLUMNS) == set(EVENT_DIMENSIONS), "a dimension without a column builder"
+
+
+def dimension_values(event: Event) -> dict[str, str]:
+    """The breakdown values of a page view (absent ones are left out, never guessed): the
+    column builders' answers for one event, so tests and tools see what the worker counts."""
+    views, refs = [event], _refs([event])
+    values = {dim: column(views, refs)[0] for dim, column in _COLUMNS.items()}
+    return {dim: value for dim, value in values.items() if value}
 
 
 def aggregate(
