@@ -1,0 +1,150 @@
+"""Goals and funnels as the layers see them: plain definitions, matching, and their JSON form.
+
+A goal is reached by a page view whose path matches a pattern (``*`` stands for any run of
+characters, ``/`` included; the rest is literal and the whole path must match), or by a
+custom event of a given name, optionally only when one of its properties equals a value. A
+funnel is 2 to :data:`MAX_FUNNEL_STEPS` goals reached in order by one visitor, within one
+session or within a window of minutes.
+
+The Django models (:mod:`footfall.models`) store them; the speed layer, the Spark job and
+the query layer all match through this module, so a goal means the same in every layer.
+Pure: no Django, no stores.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+PAGE: Final = "page"
+EVENT: Final = "event"
+GoalKind = Literal["page", "event"]
+
+MIN_FUNNEL_STEPS: Final = 2
+MAX_FUNNEL_STEPS: Final = 8
+MAX_FUNNEL_WINDOW_MINUTES: Final = 24 * 60
+EVENT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")  # as the tracker and collector accept
+MAX_PATTERN: Final = 512
+
+
+class DefinitionError(ValueError):
+    """A goal or funnel definition that cannot be matched; names the field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+def path_regex(pattern: str) -> str:
+    """An anchored regular expression for ``pattern`` that Python's ``re`` and Java's (Spark's
+    ``rlike``) read alike: literal parts escaped, each ``*`` as ``.*``."""
+    return "^" + ".*".join(re.escape(part) for part in pattern.split("*")) + "$"
+
+
+@dataclass(frozen=True, slots=True)
+class GoalSpec:
+    """One goal. ``goal_id`` is stable (the model's primary key, as a string)."""
+
+    goal_id: str
+    kind: GoalKind
+    name: str = ""
+    path: str = ""  # page goals: the pattern
+    event: str = ""  # event goals: the event name
+    prop: str = ""  # event goals, optional: the property that must equal ``value``
+    value: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind == PAGE:
+            if not self.path.startswith(("/", "*")) or len(self.path) > MAX_PATTERN:
+                raise DefinitionError("path", "must start with / or * and be at most 512 characters")
+        elif self.kind == EVENT:
+            if not EVENT_NAME.match(self.event):
+                raise DefinitionError("event", "must be an event name the tracker sends (letters, digits, _.:-)")
+            if self.value and not self.prop:
+                raise DefinitionError("prop", "is required when a property value is given")
+        else:
+            raise DefinitionError("kind", "must be 'page' or 'event'")
+
+    @property
+    def regex(self) -> str:
+        """:func:`path_regex` of a page goal's pattern ("" for event goals)."""
+        return path_regex(self.path) if self.kind == PAGE else ""
+
+    def matches(self, type_: str, path: str | None, props: Mapping[str, object] | None) -> bool:
+        """Whether an event of ``type_`` on ``path`` with ``props`` reaches this goal.
+
+        Property values compare as text, as they are archived (JSON scalars: ``true``,
+        ``3``, ``pro``): a goal on ``plan = pro`` matches ``{"plan": "pro"}``."""
+        if self.kind == PAGE:
+            return type_ == "pageview" and path is not None and re.match(self.regex, path) is not None
+        if type_ != self.event:
+            return False
+        if not self.prop:
+            return True
+        return self.prop in (props or {}) and prop_text((props or {})[self.prop]) == self.value
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "goal_id": self.goal_id, "kind": self.kind, "name": self.name, "path": self.path,
+            "event": self.event, "prop": self.prop, "value": self.value,
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> GoalSpec:
+        fields = ("goal_id", "kind", "name", "path", "event", "prop", "value")
+        return cls(**{f: str(data.get(f) or "") for f in fields})  # type: ignore[arg-type]
+
+
+def prop_text(value: object) -> str:
+    """A property value as text, the way it reads from the archived JSON: strings as they
+    are, booleans ``true``/``false``, numbers as JSON writes them, null as ""."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class FunnelSpec:
+    """A funnel: ``steps`` reached in order by one visitor.
+
+    ``window_minutes`` 0 means within one session (page views and events no more than the
+    session gap apart); otherwise every step within that many minutes of the first. In
+    ``strict`` mode no other event of the visitor may come between two steps."""
+
+    funnel_id: str
+    steps: tuple[GoalSpec, ...]
+    name: str = ""
+    window_minutes: int = 0
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        if not MIN_FUNNEL_STEPS <= len(self.steps) <= MAX_FUNNEL_STEPS:
+            raise DefinitionError("steps", f"a funnel has {MIN_FUNNEL_STEPS} to {MAX_FUNNEL_STEPS} steps")
+        if not 0 <= self.window_minutes <= MAX_FUNNEL_WINDOW_MINUTES:
+            raise DefinitionError("window_minutes", f"must be 0 (one session) to {MAX_FUNNEL_WINDOW_MINUTES}")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "funnel_id": self.funnel_id, "name": self.name, "window_minutes": self.window_minutes,
+            "strict": self.strict, "steps": [s.to_json() for s in self.steps],
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> FunnelSpec:
+        steps = data.get("steps")
+        if not isinstance(steps, list):
+            raise DefinitionError("steps", "must be a list of goals")
+        return cls(
+            funnel_id=str(data.get("funnel_id") or ""),
+            steps=tuple(GoalSpec.from_json(s) for s in steps),
+            name=str(data.get("name") or ""),
+            window_minutes=int(data.get("window_minutes") or 0),  # type: ignore[call-overload]
+            strict=bool(data.get("strict")),
+        )
