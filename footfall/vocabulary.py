@@ -70,6 +70,23 @@ MINUTE_VALUES: Final = 1000
 HOUR_VALUES: Final = 10_000
 
 
+# Event types that are not custom events: the host's page views and requests, and the
+# tracker's engagement reports (engaged time and scroll depth of a page view, in ``props``).
+ENGAGEMENT: Final = "engagement"
+NON_CUSTOM_TYPES: Final = ("pageview", "request", ENGAGEMENT)
+# An engagement report's properties: engaged milliseconds since the page view's previous
+# report, the deepest share of the page scrolled so far (0 to 100), and the page view's
+# event_id. Engaged time above MAX_ENGAGED_MS in one report is counted as MAX_ENGAGED_MS.
+ENGAGED_MS_PROP: Final = "engaged_ms"
+SCROLL_DEPTH_PROP: Final = "scroll_depth"
+PAGEVIEW_ID_PROP: Final = "pageview_id"
+MAX_ENGAGED_MS: Final = 30 * 60_000
+# Values kept per (event, property) and day by the batch layer; the rest count as (other).
+EVENT_PROP_VALUES: Final = 100
+# Joins event name, property name and value in an ``event_prop`` breakdown value.
+PROP_SEPARATOR: Final = "\x1f"
+
+
 def ref_label(ref_domain: str | None, referrer: str | None) -> str:
     """The referrer label of an event: ``ref_domain``; else :data:`REF_UNKNOWN` when a
     referrer was sent, :data:`REF_DIRECT` when none was."""
