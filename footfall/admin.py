@@ -1,8 +1,11 @@
-"""Admin for sites and API keys (keys are created with `manage.py create_api_key`, shown once)."""
+"""Admin for sites, API keys (created with `manage.py create_api_key`, shown once), goals and funnels."""
 
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.forms.models import BaseInlineFormSet
 
-from footfall.models import ApiKey, Site
+from footfall.goals import MAX_FUNNEL_STEPS, MIN_FUNNEL_STEPS
+from footfall.models import ApiKey, Funnel, FunnelStep, Goal, Site
 
 
 @admin.register(Site)
@@ -19,3 +22,33 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: object) -> bool:
         return False  # the plaintext must be shown once; the command does that
+
+
+@admin.register(Goal)
+class GoalAdmin(admin.ModelAdmin):
+    list_display = ("name", "site", "kind", "path", "event", "prop", "value", "created_at")
+    list_filter = ("site", "kind")
+    search_fields = ("name", "path", "event")
+
+
+class FunnelStepFormSet(BaseInlineFormSet):
+    def clean(self) -> None:
+        super().clean()
+        kept = [f for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
+        if not MIN_FUNNEL_STEPS <= len(kept) <= MAX_FUNNEL_STEPS:
+            raise ValidationError(f"a funnel has {MIN_FUNNEL_STEPS} to {MAX_FUNNEL_STEPS} steps")
+
+
+class FunnelStepInline(admin.TabularInline):
+    model = FunnelStep
+    formset = FunnelStepFormSet
+    extra = 2
+    max_num = MAX_FUNNEL_STEPS
+    ordering = ("position",)
+
+
+@admin.register(Funnel)
+class FunnelAdmin(admin.ModelAdmin):
+    list_display = ("name", "site", "window_minutes", "strict", "created_at")
+    list_filter = ("site",)
+    inlines = [FunnelStepInline]

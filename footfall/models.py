@@ -12,17 +12,20 @@ from zoneinfo import available_timezones
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone as dj_timezone
 
 from footfall import tokens
+from footfall.goals import EVENT, MAX_FUNNEL_STEPS, PAGE, DefinitionError, FunnelSpec, GoalSpec
 from footfall_capture.salts import SALT_POLICIES
 
 # ingest:any-host lets an ingest key send events whose page URL is on none of the site's
 # domains (a proxy, a staging host); without it the batch API checks them like a beacon.
 ANY_HOST_SCOPE = "ingest:any-host"
-SCOPES = ("read", "ingest", ANY_HOST_SCOPE)
+# manage lets a key create and delete the site's goals and funnels through the API.
+MANAGE_SCOPE = "manage"
+SCOPES = ("read", "ingest", ANY_HOST_SCOPE, MANAGE_SCOPE)
 KEY_KIND = "ff"  # API keys read ff_<prefix>_<random> (footfall.tokens)
 
 
@@ -187,3 +190,135 @@ class ApiKey(Credential):
         """The live key matching ``key``, or None (unknown, malformed, revoked or expired);
         a match records its use (:meth:`Credential.note_use`)."""
         return cls._live_match(key, KEY_KIND, "key_hash")
+
+
+MAX_GOALS_PER_SITE = 100
+MAX_FUNNELS_PER_SITE = 50
+
+
+class Goal(models.Model):
+    """A conversion a site counts: a page view whose path matches ``path`` (``*`` wildcards),
+    or a custom event named ``event``, optionally only when its property ``prop`` equals
+    ``value`` (see :mod:`footfall.goals`)."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="goals")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=[(PAGE, "page view"), (EVENT, "custom event")])
+    path = models.CharField(
+        max_length=512, blank=True, help_text="Page goals: a path pattern; * matches anything, e.g. /blog/*."
+    )
+    event = models.CharField(max_length=64, blank=True, help_text="Event goals: the event name, e.g. signup.")
+    prop = models.CharField(max_length=64, blank=True, help_text="Event goals, optional: a property name.")
+    value = models.CharField(max_length=512, blank=True, help_text="The value the property must have.")
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        ordering = ["site_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["site", "name"], name="goal_name_unique_per_site")]
+
+    def __str__(self) -> str:
+        return f"{self.site_id}: {self.name}"
+
+    def spec(self) -> GoalSpec:
+        """The goal as every layer matches it; raises :class:`DefinitionError` when invalid."""
+        return GoalSpec(str(self.pk or ""), self.kind, self.name, self.path, self.event, self.prop, self.value)  # type: ignore[arg-type]
+
+    def clean(self) -> None:
+        try:
+            self.spec()
+        except DefinitionError as err:
+            raise ValidationError({err.field: str(err).split(": ", 1)[1]}) from None
+        if self.kind == PAGE and (self.event or self.prop or self.value):
+            raise ValidationError({"event": "a page goal has a path, no event or property"})
+        if self.kind == EVENT and self.path:
+            raise ValidationError({"path": "an event goal has an event name, no path"})
+        if self._state.adding and Goal.objects.filter(site_id=self.site_id).count() >= MAX_GOALS_PER_SITE:
+            raise ValidationError(f"a site has at most {MAX_GOALS_PER_SITE} goals")
+
+    @classmethod
+    def specs_by_site(cls, site_ids: list[str] | None = None) -> dict[str, list[GoalSpec]]:
+        """The goals of the given sites (all when None), as specs, per site id."""
+        rows = cls.objects.all() if site_ids is None else cls.objects.filter(site_id__in=site_ids)
+        out: dict[str, list[GoalSpec]] = {}
+        for goal in rows.order_by("site_id", "id"):
+            out.setdefault(goal.site_id, []).append(goal.spec())
+        return out
+
+
+class Funnel(models.Model):
+    """Goals reached in order by one visitor: within one session (``window_minutes`` 0) or
+    within that many minutes of the first step; ``strict``: nothing else in between."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="funnels")
+    name = models.CharField(max_length=100)
+    window_minutes = models.PositiveIntegerField(
+        default=0, help_text="0: the steps must happen in one session; else within this many minutes of the first."
+    )
+    strict = models.BooleanField(default=False, help_text="No other page view or event between two steps.")
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        ordering = ["site_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["site", "name"], name="funnel_name_unique_per_site")]
+
+    def __str__(self) -> str:
+        return f"{self.site_id}: {self.name}"
+
+    def spec(self) -> FunnelSpec:
+        """The funnel as the layers compute it; raises :class:`DefinitionError` when invalid."""
+        goals = tuple(step.goal.spec() for step in self.steps.select_related("goal").order_by("position"))
+        return FunnelSpec(str(self.pk or ""), goals, self.name, self.window_minutes, self.strict)
+
+    @classmethod
+    @transaction.atomic
+    def create(cls, site: Site, name: str, goal_ids: list[int], window_minutes: int = 0, strict: bool = False) -> Self:
+        """A new funnel of ``site`` whose steps are the site's goals ``goal_ids`` in order;
+        raises :class:`ValidationError` naming the field at fault (nothing is saved then)."""
+        goals = {g.pk: g for g in Goal.objects.filter(site=site, pk__in=goal_ids)}
+        unknown = [g for g in goal_ids if g not in goals]
+        if unknown:
+            raise ValidationError({"steps": f"not goals of site {site.site_id}: {unknown}"})
+        if cls.objects.filter(site=site).count() >= MAX_FUNNELS_PER_SITE:
+            raise ValidationError(f"a site has at most {MAX_FUNNELS_PER_SITE} funnels")
+        funnel = cls(site=site, name=name, window_minutes=window_minutes, strict=strict)
+        try:
+            FunnelSpec("", tuple(goals[g].spec() for g in goal_ids), name, window_minutes, strict)
+        except DefinitionError as err:
+            raise ValidationError({err.field: str(err).split(": ", 1)[1]}) from None
+        funnel.full_clean()
+        funnel.save()
+        FunnelStep.objects.bulk_create(
+            FunnelStep(funnel=funnel, position=i, goal=goals[g]) for i, g in enumerate(goal_ids)
+        )
+        return funnel
+
+    @classmethod
+    def specs_by_site(cls, site_ids: list[str] | None = None) -> dict[str, list[FunnelSpec]]:
+        """The funnels of the given sites (all when None), as specs, per site id."""
+        rows = cls.objects.all() if site_ids is None else cls.objects.filter(site_id__in=site_ids)
+        out: dict[str, list[FunnelSpec]] = {}
+        for funnel in rows.prefetch_related("steps__goal").order_by("site_id", "id"):
+            steps = sorted(funnel.steps.all(), key=lambda s: s.position)
+            spec = FunnelSpec(str(funnel.pk), tuple(s.goal.spec() for s in steps), funnel.name,
+                              funnel.window_minutes, funnel.strict)  # fmt: skip
+            out.setdefault(funnel.site_id, []).append(spec)
+        return out
+
+
+class FunnelStep(models.Model):
+    """Step ``position`` (from 0) of a funnel: one of the site's goals."""
+
+    funnel = models.ForeignKey(Funnel, on_delete=models.CASCADE, related_name="steps")
+    position = models.PositiveSmallIntegerField()
+    # PROTECT: deleting a goal must not silently reshape the funnels that use it.
+    goal = models.ForeignKey(Goal, on_delete=models.PROTECT, related_name="funnel_steps")
+
+    class Meta:
+        ordering = ["funnel_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["funnel", "position"], name="funnel_step_position_unique")]
+
+    def clean(self) -> None:
+        if self.goal_id and self.funnel_id and self.goal.site_id != self.funnel.site_id:
+            raise ValidationError({"goal": "a funnel's steps are goals of its own site"})
+        if self.position >= MAX_FUNNEL_STEPS:
+            raise ValidationError({"position": f"a funnel has at most {MAX_FUNNEL_STEPS} steps"})
