@@ -158,3 +158,68 @@ class RealtimeSerializer(serializers.Serializer):
     rising_referrers = RisingSerializer(many=True)
     flows = FlowSerializer(many=True)
     sources = LiveSourcesSerializer()
+
+
+class GoalInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    kind = serializers.ChoiceField(choices=["page", "event"])
+    path = serializers.CharField(required=False, allow_blank=True, help_text="page goals: a pattern, * wildcards")
+    event = serializers.CharField(required=False, allow_blank=True, help_text="event goals: the event name")
+    prop = serializers.CharField(required=False, allow_blank=True, help_text="event goals, optional: a property")
+    value = serializers.CharField(required=False, allow_blank=True, help_text="the property's value, as text")
+
+
+class GoalSerializer(serializers.Serializer):
+    goal_id = serializers.CharField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["page", "event"])
+    path = serializers.CharField(allow_blank=True)
+    event = serializers.CharField(allow_blank=True)
+    prop = serializers.CharField(allow_blank=True)
+    value = serializers.CharField(allow_blank=True)
+
+
+class GoalResultSerializer(GoalSerializer):
+    events = serializers.IntegerField(allow_null=True, help_text="conversions")
+    visitors = serializers.IntegerField(allow_null=True, help_text="unique conversions, summed per day")
+    conversion_rate = serializers.FloatField(allow_null=True, help_text="visitors / visitors of the range")
+
+
+class GoalsSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    from_ = serializers.DateTimeField()
+    to = serializers.DateTimeField()
+    tz = serializers.CharField()
+    visitors = serializers.IntegerField(allow_null=True, help_text="visitors of the range (the rates' base)")
+    results = GoalResultSerializer(many=True)
+    sources = SourcesSerializer()
+
+    def get_fields(self) -> dict:
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+
+class FunnelInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    steps = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=8)
+    window_minutes = serializers.IntegerField(required=False, min_value=0, max_value=1440)
+    strict = serializers.BooleanField(required=False)
+
+
+class FunnelStepSerializer(serializers.Serializer):
+    goal_id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class FunnelSerializer(serializers.Serializer):
+    funnel_id = serializers.CharField()
+    name = serializers.CharField()
+    window_minutes = serializers.IntegerField()
+    strict = serializers.BooleanField()
+    steps = FunnelStepSerializer(many=True)
+
+
+class FunnelListSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    results = FunnelSerializer(many=True)

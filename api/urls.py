@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api import views
+from api import goal_views, views
 from api.errors import not_found
 
 app_name = "api"
@@ -23,6 +23,10 @@ urlpatterns = [
     ),
     path(SITE + "realtime", views.RealtimeView.as_view(), name="realtime"),
     path(SITE + "aggregate", views.AggregateView.as_view(), name="aggregate"),
+    path(SITE + "goals", goal_views.GoalsView.as_view(), name="goals"),
+    path(SITE + "goals/<int:goal_id>", goal_views.GoalView.as_view(), name="goal"),
+    path(SITE + "funnels", goal_views.FunnelsView.as_view(), name="funnels"),
+    path(SITE + "funnels/<int:funnel_id>", goal_views.FunnelView.as_view(), name="funnel"),
     # Last: anything else under the API answers a JSON 404 (documented), never an HTML page.
     re_path(r"^", not_found, name="not-found"),
 ]

@@ -53,6 +53,7 @@ class Settlement:
     days: frozenset[str]
     watermark: str | None
     generations: Mapping[str, str] = field(default_factory=dict)
+    goals: Mapping[str, frozenset[str]] = field(default_factory=dict)  # day -> goal ids its rollup counted
 
 
 def settlement(db: Database, site: str, since: str) -> Settlement:
@@ -61,10 +62,11 @@ def settlement(db: Database, site: str, since: str) -> Settlement:
     watermark), a second of one document otherwise. A query needs both, and on the local
     Mongo-wire server (no secondary indexes) every read is a pass over the collection."""
     query = {"site_id": site, "status": "complete", "day": {"$gte": since}}
-    runs = list(db[RUNS].find(query, {"day": 1, "generation": 1}))
+    runs = list(db[RUNS].find(query, {"day": 1, "generation": 1, "goal_ids": 1}))
     days = frozenset(doc["day"] for doc in runs)
     generations = {doc["day"]: str(doc["generation"]) for doc in runs if doc.get("generation")}
-    return Settlement(days, max(days) if days else watermark(db, site), generations)
+    goals = {doc["day"]: frozenset(map(str, doc.get("goal_ids") or ())) for doc in runs}
+    return Settlement(days, max(days) if days else watermark(db, site), generations, goals)
 
 
 def watermark(db: Database, site: str) -> str | None:
@@ -145,4 +147,17 @@ def breakdown(
     for doc in db[BREAKDOWNS].find(query, projection):
         key = doc["page"] if ref is not None else doc["ref"] if page is not None else doc["value"]
         out.setdefault(key, Sums()).add(doc)
+    return out
+
+
+def goal_counts(db: Database, site: str, days: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Per goal id over ``days``: (conversions, unique conversions summed per day)."""
+    days = sorted(set(days))
+    if not days:
+        return {}
+    out: dict[str, tuple[int, int]] = {}
+    query = {"site_id": site, "dimension": "goal", "day": {"$in": days}}
+    for doc in db[BREAKDOWNS].find(query, {"value": 1, "events": 1, "visitors": 1}):
+        events, visitors = out.get(doc["value"], (0, 0))
+        out[doc["value"]] = (events + int(doc.get("events") or 0), visitors + int(doc.get("visitors") or 0))
     return out

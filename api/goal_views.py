@@ -1,0 +1,200 @@
+"""Goals and funnels of a site through the API: list with their figures, create, delete.
+
+Reading needs a key with the ``read`` scope; creating and deleting one with ``manage``
+(:data:`footfall.models.MANAGE_SCOPE`). Definitions are validated by the models
+(:mod:`footfall.goals`), and a refused one is a 400 naming the field at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api import serializers as s
+from api.views import ERRORS, FROM, SITE, TO, TZ, SiteView
+from footfall.models import MANAGE_SCOPE, ApiKey, Funnel, Goal
+from footfall.vocabulary import QueryError
+from query import params as p
+from query.runtime import get_service
+
+T = TypeVar("T")
+GOAL_FIELDS = ("name", "kind", "path", "event", "prop", "value")
+MANAGE_ERRORS = {
+    **ERRORS,
+    403: OpenApiResponse(s.ErrorSerializer, description="the key lacks the read (or, to change, manage) scope"),
+}
+
+
+def _require_manage(request: Request) -> None:
+    key: ApiKey = request.auth
+    if MANAGE_SCOPE not in key.scopes:
+        raise PermissionDenied("this API key has no manage scope")
+
+
+def _body(request: Request) -> dict[str, object]:
+    if not isinstance(request.data, dict):
+        raise QueryError("body", "must be a JSON object")
+    return request.data
+
+
+def _text(body: dict[str, object], name: str, required: bool = False) -> str:
+    value = body.get(name, "")
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise QueryError(name, "must be a string")
+    if required and not value.strip():
+        raise QueryError(name, "is required")
+    return value.strip()
+
+
+def _saved(make: Callable[[], T]) -> T:
+    """``make()`` in a transaction; model validation errors become a 400 naming the field."""
+    try:
+        with transaction.atomic():
+            return make()
+    except ValidationError as err:
+        if hasattr(err, "error_dict"):
+            field, errors = next(iter(err.error_dict.items()))
+            message = "; ".join(e.messages[0] for e in errors)
+            raise QueryError("body" if field == "__all__" else field, message) from None
+        raise QueryError("body", "; ".join(err.messages)) from None
+    except IntegrityError:
+        raise QueryError("name", "this site already has one of that name") from None
+
+
+def _goal_json(goal: Goal) -> dict[str, object]:
+    return {"goal_id": str(goal.pk), **{f: getattr(goal, f) for f in GOAL_FIELDS}}
+
+
+class GoalsView(SiteView):
+    @extend_schema(
+        summary="The site's goals with their conversions",
+        description=(
+            "Per goal: conversions (`events`), unique conversions (`visitors`: distinct visitors per day, "
+            "summed over the days of the range) and the conversion rate, unique conversions / visitors of "
+            "the range. Settled days count the goals that existed when the day was rolled up (`sources.notes` "
+            "names days rolled up before a goal existed); the realtime part counts every goal. Realtime page "
+            "goals match the pages the speed layer kept per minute (see the breakdown's cap)."
+        ),
+        parameters=[SITE, FROM, TO, TZ],
+        responses={200: s.GoalsSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str) -> Response:
+        q = self.params(request)
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        specs = Goal.specs_by_site([site.site_id]).get(site.site_id, [])
+        return Response(get_service().goals(site, rng, specs))
+
+    @extend_schema(
+        summary="Create a goal",
+        description=(
+            "A page goal: `kind` page and a `path` pattern (`*` matches any run of characters, `/` "
+            "included; the whole path must match). An event goal: `kind` event, the `event` name and, "
+            "optionally, a `prop` whose value must equal `value` (compared as text: true, 3, pro). "
+            "Needs a key with the manage scope."
+        ),
+        parameters=[SITE],
+        request=s.GoalInputSerializer,
+        responses={201: s.GoalSerializer, **MANAGE_ERRORS},
+    )
+    def post(self, request: Request, site_id: str) -> Response:
+        _require_manage(request)
+        body = _body(request)
+        key: ApiKey = request.auth
+        fields = {f: _text(body, f, required=f in ("name", "kind")) for f in GOAL_FIELDS}
+
+        def make() -> Goal:
+            goal = Goal(site=key.site, **fields)
+            goal.full_clean()
+            goal.save()
+            return goal
+
+        return Response(_goal_json(_saved(make)), status=201)
+
+
+class GoalView(SiteView):
+    @extend_schema(
+        summary="Delete a goal",
+        description="Refused (400) while a funnel uses the goal. Needs a key with the manage scope.",
+        parameters=[SITE, OpenApiParameter("goal_id", OpenApiTypes.INT, OpenApiParameter.PATH)],
+        responses={204: None, **MANAGE_ERRORS},
+    )
+    def delete(self, request: Request, site_id: str, goal_id: int) -> Response:
+        _require_manage(request)
+        goal = Goal.objects.filter(site_id=site_id, pk=goal_id).first()
+        if goal is None:
+            raise Http404("no such goal")
+        if goal.funnel_steps.exists():
+            names = sorted({step.funnel.name for step in goal.funnel_steps.select_related("funnel")})
+            raise QueryError("goal_id", f"used by funnel(s) {', '.join(names)}: delete or change those first")
+        goal.delete()
+        return Response(status=204)
+
+
+def _funnel_json(funnel: Funnel) -> dict[str, object]:
+    spec = funnel.spec()
+    return {
+        "funnel_id": str(funnel.pk), "name": funnel.name, "window_minutes": funnel.window_minutes,
+        "strict": funnel.strict, "steps": [{"goal_id": g.goal_id, "name": g.name} for g in spec.steps],
+    }  # fmt: skip
+
+
+class FunnelsView(SiteView):
+    @extend_schema(summary="The site's funnels", parameters=[SITE], responses={200: s.FunnelListSerializer, **ERRORS})
+    def get(self, request: Request, site_id: str) -> Response:
+        funnels = Funnel.objects.filter(site_id=site_id).prefetch_related("steps__goal")
+        return Response({"site_id": site_id, "results": [_funnel_json(f) for f in funnels]})
+
+    @extend_schema(
+        summary="Create a funnel",
+        description=(
+            "`steps`: 2 to 8 goal ids of the site, in order. `window_minutes`: 0 (default) counts steps "
+            "within one session, else within that many minutes of the first step. `strict`: no other page "
+            "view or event of the visitor between two steps. Needs a key with the manage scope."
+        ),
+        parameters=[SITE],
+        request=s.FunnelInputSerializer,
+        responses={201: s.FunnelSerializer, **MANAGE_ERRORS},
+    )
+    def post(self, request: Request, site_id: str) -> Response:
+        _require_manage(request)
+        body = _body(request)
+        key: ApiKey = request.auth
+        steps = body.get("steps")
+        if not isinstance(steps, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in steps):
+            raise QueryError("steps", "must be a list of goal ids (integers)")
+        window = body.get("window_minutes", 0)
+        if not isinstance(window, int) or isinstance(window, bool):
+            raise QueryError("window_minutes", "must be an integer")
+        strict = body.get("strict", False)
+        if not isinstance(strict, bool):
+            raise QueryError("strict", "must be true or false")
+        name = _text(body, "name", required=True)
+        funnel = _saved(lambda: Funnel.create(key.site, name, steps, window, strict))
+        return Response(_funnel_json(funnel), status=201)
+
+
+class FunnelView(SiteView):
+    @extend_schema(
+        summary="Delete a funnel",
+        description="Needs a key with the manage scope.",
+        parameters=[SITE, OpenApiParameter("funnel_id", OpenApiTypes.INT, OpenApiParameter.PATH)],
+        responses={204: None, **MANAGE_ERRORS},
+    )
+    def delete(self, request: Request, site_id: str, funnel_id: int) -> Response:
+        _require_manage(request)
+        deleted, _ = Funnel.objects.filter(site_id=site_id, pk=funnel_id).delete()
+        if not deleted:
+            raise Http404("no such funnel")
+        return Response(status=204)
