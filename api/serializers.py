@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from footfall.vocabulary import METRICS
+from footfall.vocabulary import BREAKDOWN_METRICS, METRICS
 
 SOURCES = ("batch", "realtime", "missing")
 
@@ -67,6 +67,10 @@ class RowSerializer(serializers.Serializer):
     sessions = serializers.IntegerField(required=False, allow_null=True)
     bounce_rate = serializers.FloatField(required=False, allow_null=True)
     visit_duration = serializers.FloatField(required=False, allow_null=True)
+    events = serializers.IntegerField(required=False, allow_null=True)
+    time_on_page = serializers.FloatField(required=False, allow_null=True, help_text="engaged s per page view")
+    scroll_depth = serializers.FloatField(required=False, allow_null=True, help_text="mean deepest scroll, %")
+    engaged_time = serializers.FloatField(required=False, allow_null=True, help_text="engaged seconds")
 
 
 class BreakdownSerializer(serializers.Serializer):
@@ -74,7 +78,9 @@ class BreakdownSerializer(serializers.Serializer):
     from_ = serializers.DateTimeField()
     to = serializers.DateTimeField()
     tz = serializers.CharField()
-    metrics = serializers.ListField(child=serializers.ChoiceField(choices=METRICS), help_text="columns of each row")
+    metrics = serializers.ListField(
+        child=serializers.ChoiceField(choices=BREAKDOWN_METRICS), help_text="columns of each row"
+    )
     results = RowSerializer(many=True)
     page = serializers.IntegerField()
     limit = serializers.IntegerField()

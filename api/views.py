@@ -135,8 +135,10 @@ BREAKDOWN_PARAMS = [
     OpenApiParameter(
         "metrics",
         OpenApiTypes.STR,
-        description=f"comma-separated subset of {', '.join(v.METRICS)} (default pageviews,visitors); "
-        "sessions, bounce_rate and visit_duration exist for entry_pages only",
+        description=f"comma-separated subset of {', '.join(v.BREAKDOWN_METRICS)} (default pageviews,visitors; "
+        "events,visitors for events); sessions, bounce_rate and visit_duration exist for entry_pages only, "
+        "events for events, time_on_page (engaged seconds per page view) and scroll_depth (mean deepest "
+        "scroll, percent, settled days only) for pages, engaged_time (seconds) for pages and referrers",
     ),
     FORMAT,
 ]
@@ -154,7 +156,8 @@ class _BreakdownBase(SiteView):
         q = self.params(request)
         limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
         page = p.bounded_int(q, "page", 1, 1, 100_000)
-        metrics = p.parse_metrics(q.get("metrics"), v.METRICS, ("pageviews", "visitors"))
+        default = ("events", "visitors") if dimension in v.CUSTOM_EVENT_DIMENSIONS else ("pageviews", "visitors")
+        metrics = p.parse_metrics(q.get("metrics"), v.BREAKDOWN_METRICS, default)
         site = self.site(request)
         rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
         return Response(get_service().breakdown(site, dimension, rng, limit, page, metrics, **filters))

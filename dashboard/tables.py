@@ -29,6 +29,7 @@ DIMENSION_TITLES = {
     "os": "Operating systems",
     "devices": "Devices",
     "countries": "Countries",
+    "events": "Custom events",
 }
 VALUE_TITLES = {
     "pages": "Page",
@@ -43,6 +44,7 @@ VALUE_TITLES = {
     "os": "OS",
     "devices": "Device",
     "countries": "Country",
+    "events": "Event",
 }
 assert set(DIMENSION_TITLES) == set(API_DIMENSIONS), "every API dimension has a tab"
 # Clicking a row filters by it and, for the two halves of the referrer→page flows, shows the other half.

@@ -30,7 +30,9 @@ EVENT_DIMENSIONS: Final = (
 )
 # Dimensions of sessions, which only the batch layer builds.
 SESSION_DIMENSIONS: Final = ("entry_page",)
-DIMENSIONS: Final = EVENT_DIMENSIONS + SESSION_DIMENSIONS
+# Dimensions counted per custom event (not per page view), ranked by events: the event's name.
+CUSTOM_EVENT_DIMENSIONS: Final = ("event",)
+DIMENSIONS: Final = EVENT_DIMENSIONS + SESSION_DIMENSIONS + CUSTOM_EVENT_DIMENSIONS
 
 # The API's dimension names -> the stores' names.
 API_DIMENSIONS: Final[Mapping[str, str]] = {
@@ -46,6 +48,7 @@ API_DIMENSIONS: Final[Mapping[str, str]] = {
     "os": "os",
     "devices": "device",
     "countries": "country",
+    "events": "event",
 }
 # Dimensions a query may filter by: those both layers count.
 FILTER_DIMENSIONS: Final = tuple(name for name, dim in API_DIMENSIONS.items() if dim in EVENT_DIMENSIONS)
@@ -53,6 +56,9 @@ FILTER_DIMENSIONS: Final = tuple(name for name, dim in API_DIMENSIONS.items() if
 # Metrics the API answers; the speed layer counts the first two plus events and bot events.
 METRICS: Final = ("pageviews", "visitors", "sessions", "bounce_rate", "visit_duration")
 REALTIME_METRICS: Final = ("pageviews", "visitors", "events", "bot_events")
+# Columns a breakdown row may have besides METRICS: custom events, and engagement (time on
+# page and scroll depth of pages, engaged time of pages and referrers).
+BREAKDOWN_METRICS: Final = (*METRICS, "events", "time_on_page", "scroll_depth", "engaged_time")
 
 # Bucket sizes of a time series, and the minutes of those the speed layer keeps.
 INTERVALS: Final = ("minute", "hour", "day")

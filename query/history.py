@@ -30,11 +30,22 @@ class Sums:
     sessions: int = 0
     bounces: int = 0
     duration_s: float = 0.0  # total visit duration, seconds
+    events: int = 0  # custom events (event and event_prop breakdowns)
+    engaged_ms: int = 0  # engaged time of engagement reports, capped per report
+    engagements: int = 0  # engagement reports
+    scroll_views: int = 0  # page views that reported a scroll depth
+    scroll_sum: int = 0  # their deepest scroll, summed (percent)
 
     def copy(self) -> Sums:
-        return Sums(self.pageviews, self.visitors, self.sessions, self.bounces, self.duration_s)
+        return Sums(self.pageviews, self.visitors, self.sessions, self.bounces, self.duration_s, self.events,
+                    self.engaged_ms, self.engagements, self.scroll_views, self.scroll_sum)  # fmt: skip
 
     def add(self, doc: dict) -> None:
+        self.events += int(doc.get("events") or 0)
+        self.engaged_ms += int(doc.get("engaged_ms") or 0)
+        self.engagements += int(doc.get("engagements") or 0)
+        self.scroll_views += int(doc.get("scroll_views") or 0)
+        self.scroll_sum += int(doc.get("scroll_sum") or 0)
         self.pageviews += int(doc.get("pageviews") or 0)
         self.visitors += int(doc.get("visitors") or 0)
         sessions = int(doc.get("sessions") or 0)
@@ -140,7 +151,8 @@ def breakdown(
     if page is not None:
         query["page"] = page
     projection = {"value": 1, "ref": 1, "page": 1, "pageviews": 1, "visitors": 1, "sessions": 1, "bounces": 1}
-    projection["visit_duration_s"] = 1
+    additive = ("visit_duration_s", "events", "engaged_ms", "engagements", "scroll_views", "scroll_sum")
+    projection |= dict.fromkeys(additive, 1)
     out: dict[str, Sums] = {}
     # Grouped here rather than with $group: one indexed scan, and the same code on MongoDB
     # and on the Mongo-wire servers (whose aggregation support differs).

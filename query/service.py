@@ -24,7 +24,13 @@ from zoneinfo import ZoneInfo
 from pymongo.database import Database
 
 from footfall.goals import GoalSpec
-from footfall.vocabulary import EVENT_DIMENSIONS, REFPAGE_SEPARATOR, SESSION_DIMENSIONS, QueryError
+from footfall.vocabulary import (
+    CUSTOM_EVENT_DIMENSIONS,
+    EVENT_DIMENSIONS,
+    REFPAGE_SEPARATOR,
+    SESSION_DIMENSIONS,
+    QueryError,
+)
 from query import history
 from query.params import MAX_LIMIT, Filter, Range
 from query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
@@ -325,7 +331,9 @@ class QueryService:
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         notes.append(self._visitor_note(pieces, rng))
-        ranked = sorted(merged.items(), key=lambda kv: (-kv[1].pageviews, kv[0]))
+        # Custom events are ranked by events (they have no page views), the rest by page views.
+        by_events = dim in CUSTOM_EVENT_DIMENSIONS
+        ranked = sorted(merged.items(), key=lambda kv: (-(kv[1].events if by_events else kv[1].pageviews), kv[0]))
         chosen = ranked[(page - 1) * limit : page * limit]
         if rankings and chosen:
             redis_dim = "refpage" if ref is not None or path is not None else dim
@@ -484,18 +492,31 @@ def _batch_value(metric: str, doc: dict | None, filtered: bool) -> float | int |
 
 
 def _row(value: str, sums: history.Sums, metrics: tuple[str, ...], dim: str) -> dict[str, object]:
+    """One breakdown row: ``metrics`` of ``value`` from its sums; a metric that does not
+    exist for ``dim`` (sessions but per entry page, time on page but per page, ...) is None."""
     row: dict[str, object] = {"value": value}
     for name in metrics:
-        if name == "pageviews":
-            row[name] = sums.pageviews
-        elif name == "visitors":
-            row[name] = sums.visitors
-        elif dim != "entry_page":
-            row[name] = None  # sessions are per entry page only
-        elif name == "sessions":
-            row[name] = sums.sessions
-        elif name == "bounce_rate":
-            row[name] = round(sums.bounces / sums.sessions, 6) if sums.sessions else None
-        else:
-            row[name] = round(sums.duration_s / sums.sessions, 3) if sums.sessions else None
+        row[name] = _metric(name, sums, dim)
     return row
+
+
+def _metric(name: str, sums: history.Sums, dim: str) -> float | int | None:
+    if name == "pageviews":
+        return sums.pageviews
+    if name == "visitors":
+        return sums.visitors
+    if name == "events":
+        return sums.events if dim in CUSTOM_EVENT_DIMENSIONS else None
+    if name == "time_on_page":  # engaged seconds per page view of the page
+        return round(sums.engaged_ms / 1000 / sums.pageviews, 3) if dim == "page" and sums.pageviews else None
+    if name == "scroll_depth":  # mean deepest scroll of the page views that reported one, percent
+        return round(sums.scroll_sum / sums.scroll_views, 3) if dim == "page" and sums.scroll_views else None
+    if name == "engaged_time":  # engaged seconds in all
+        return round(sums.engaged_ms / 1000, 3) if dim in ("page", "ref") else None
+    if dim != "entry_page":
+        return None  # sessions are per entry page only
+    if name == "sessions":
+        return sums.sessions
+    if name == "bounce_rate":
+        return round(sums.bounces / sums.sessions, 6) if sums.sessions else None
+    return round(sums.duration_s / sums.sessions, 3) if sums.sessions else None
