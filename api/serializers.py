@@ -229,3 +229,28 @@ class FunnelSerializer(serializers.Serializer):
 class FunnelListSerializer(serializers.Serializer):
     site_id = serializers.CharField()
     results = FunnelSerializer(many=True)
+
+
+class EventPropertyRowSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    events = serializers.IntegerField()
+    visitors = serializers.IntegerField()
+
+
+class EventPropertiesSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    event = serializers.CharField()
+    property = serializers.CharField()
+    from_ = serializers.DateTimeField()
+    to = serializers.DateTimeField()
+    tz = serializers.CharField()
+    results = EventPropertyRowSerializer(many=True)
+    page = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    total = serializers.IntegerField()
+    sources = SourcesSerializer()
+
+    def get_fields(self) -> dict:
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields

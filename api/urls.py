@@ -23,6 +23,9 @@ urlpatterns = [
     ),
     path(SITE + "realtime", views.RealtimeView.as_view(), name="realtime"),
     path(SITE + "aggregate", views.AggregateView.as_view(), name="aggregate"),
+    path(
+        SITE + "events/<str:event>/properties/<str:prop>", views.EventPropertiesView.as_view(), name="event-properties"
+    ),
     path(SITE + "goals", goal_views.GoalsView.as_view(), name="goals"),
     path(SITE + "goals/<int:goal_id>", goal_views.GoalView.as_view(), name="goal"),
     path(SITE + "funnels", goal_views.FunnelsView.as_view(), name="funnels"),

@@ -20,6 +20,7 @@ from api import serializers as s
 from api.auth import ApiKeyAuthentication, ApiKeyRateThrottle, SiteReadAccess
 from api.renderers import CsvRenderer
 from footfall import vocabulary as v
+from footfall.goals import EVENT_NAME
 from footfall.models import ApiKey
 from footfall.vocabulary import QueryError
 from query import params as p
@@ -222,6 +223,42 @@ class PageReferrersView(_BreakdownBase):
         return self.breakdown(request, "refpage", path=path)
 
 
+class EventPropertiesView(SiteView):
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(
+        summary="Values of one property of a custom event",
+        description=(
+            "Ranked by events; `visitors` are distinct per day, summed over the days. Each settled day keeps "
+            f"the {v.EVENT_PROP_VALUES} values with most events per property and counts the rest as "
+            f"{v.VALUE_OTHER}. Values are compared as text: true, 3, pro."
+        ),
+        parameters=[
+            SITE,
+            OpenApiParameter("event", OpenApiTypes.STR, OpenApiParameter.PATH, description="the event name"),
+            OpenApiParameter("prop", OpenApiTypes.STR, OpenApiParameter.PATH, description="the property name"),
+            FROM,
+            TO,
+            TZ,
+            LIMIT,
+            PAGE,
+            FORMAT,
+        ],
+        responses={200: s.EventPropertiesSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str, event: str, prop: str) -> Response:
+        q = self.params(request)
+        if not EVENT_NAME.match(event):
+            raise QueryError("event", "must be an event name: letters, digits and _.:- (at most 64)")
+        if not 0 < len(prop) <= 64 or "\x00" in prop or v.PROP_SEPARATOR in prop:
+            raise QueryError("prop", "must be a property name of 1 to 64 characters")
+        limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
+        page = p.bounded_int(q, "page", 1, 1, 100_000)
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        return Response(get_service().event_properties(site, event, prop, rng, limit, page))
+
+
 class RealtimeView(SiteView):
     @extend_schema(
         summary="Right now: concurrent visitors, page views per minute, top and rising pages and referrers",
@@ -262,6 +299,7 @@ class AggregateView(SiteView):
 __all__ = [
     "AggregateView",
     "BreakdownView",
+    "EventPropertiesView",
     "HealthView",
     "PageReferrersView",
     "QueryError",

@@ -173,3 +173,17 @@ def goal_counts(db: Database, site: str, days: Iterable[str]) -> dict[str, tuple
         events, visitors = out.get(doc["value"], (0, 0))
         out[doc["value"]] = (events + int(doc.get("events") or 0), visitors + int(doc.get("visitors") or 0))
     return out
+
+
+def event_properties(db: Database, site: str, event: str, prop: str, days: Iterable[str]) -> dict[str, Sums]:
+    """Per value (as text) of property ``prop`` of custom event ``event`` over ``days``:
+    summed events and visitors. Each day keeps its top values and sums the rest under
+    ``(other)`` (:data:`footfall.vocabulary.EVENT_PROP_VALUES`)."""
+    days = sorted(set(days))
+    if not days:
+        return {}
+    query = {"site_id": site, "dimension": "event_prop", "event": event, "prop": prop, "day": {"$in": days}}
+    out: dict[str, Sums] = {}
+    for doc in db[BREAKDOWNS].find(query, {"prop_value": 1, "events": 1, "visitors": 1}):
+        out.setdefault(doc["prop_value"], Sums()).add(doc)
+    return out

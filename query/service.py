@@ -27,8 +27,10 @@ from footfall.goals import GoalSpec
 from footfall.vocabulary import (
     CUSTOM_EVENT_DIMENSIONS,
     EVENT_DIMENSIONS,
+    EVENT_PROP_VALUES,
     REFPAGE_SEPARATOR,
     SESSION_DIMENSIONS,
+    VALUE_OTHER,
     QueryError,
 )
 from query import history
@@ -380,6 +382,55 @@ class QueryService:
             counts = self.rt.visitors(site_id, redis_dim, ms(p.start), ms(p.end), [m for _, m in shown])
             for (sums, _), count in zip(shown, counts, strict=True):
                 sums.visitors += count
+
+    # -- custom event properties -----------------------------------------------------------
+
+    def event_properties(
+        self, site: SiteInfo, event: str, prop: str, rng: Range, limit: int, page: int
+    ) -> dict[str, object]:
+        """The values of property ``prop`` of custom event ``event``, ranked by events."""
+        settled = self._settlement(site, rng.start)
+        pieces = self._pieces(site, rng.start, rng.end, settled)
+        days = _batch_days(pieces)
+        sid = site.site_id
+        settled_sums = self._settled_read(
+            settled, ("event_prop", sid, event, prop), days,
+            lambda: history.event_properties(self.db, sid, event, prop, days),
+        )  # fmt: skip
+        merged = {value: sums.copy() for value, sums in settled_sums.items()}
+        notes = [
+            f"each settled day keeps the {EVENT_PROP_VALUES} values with most events per property and counts "
+            f"the rest as {VALUE_OTHER}"
+        ]
+        if any(p.source == "realtime" for p in pieces):
+            self._add_realtime_properties(sid, event, prop, [p for p in pieces if p.source == "realtime"], merged)
+        if any(p.source == "missing" for p in pieces):
+            notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
+        notes.append(self._visitor_note(pieces, rng))
+        ranked = sorted(merged.items(), key=lambda kv: (-kv[1].events, kv[0]))
+        chosen = ranked[(page - 1) * limit : page * limit]
+        return {
+            "site_id": sid,
+            "event": event,
+            "property": prop,
+            "from": _iso(rng.start),
+            "to": _iso(rng.end),
+            "tz": rng.tz.key,
+            "results": [{"value": v, "events": s.events, "visitors": s.visitors} for v, s in chosen],
+            "page": page,
+            "limit": limit,
+            "total": len(ranked),
+            "sources": self._sources(pieces, settled, notes),
+        }
+
+    def _add_realtime_properties(
+        self, site_id: str, event: str, prop: str, pieces: list[Piece], merged: dict[str, history.Sums]
+    ) -> None:
+        for p in pieces:
+            for value, events, visitors in self.rt.event_properties(site_id, event, prop, ms(p.start), ms(p.end)):
+                sums = merged.setdefault(value, history.Sums())
+                sums.events += events
+                sums.visitors += visitors
 
     # -- goals ---------------------------------------------------------------------------
 
