@@ -1,6 +1,6 @@
 """The browser tracker (collector/static/collector/footfall.js) in a real headless Chromium:
-page views, SPA navigation, custom events, outbound links, event ids, Do-Not-Track and the
-fetch fallback.
+page views, SPA navigation, custom events, outbound links and downloads, event ids,
+Do-Not-Track and the fetch fallback. Engaged time has its own module (test_engagement.py).
 
 How the pages, the collector and Kafka are wired: see ``support.py`` in this package.
 Chromium is Debian's package, driven by Playwright through ``executable_path``; Playwright
@@ -19,6 +19,12 @@ from playwright.sync_api import Browser
 from tests.integration.tracker.support import RECORD_BEACONS, TITLE, KafkaTail, TrackedSite, open_tab, open_tab_in
 
 SCREENSHOT = Path(__file__).resolve().parents[3] / "artifacts" / "screenshots" / "tracker.png"
+
+
+def types_sent(tail: KafkaTail) -> list[str]:
+    """The types of the site's events after settling, engagement reports left out: a page left
+    or navigated (SPA) after a second or more reports its engaged time (test_engagement.py)."""
+    return [e.type for e in tail.settle() if e.type != "engagement"]
 
 
 def test_page_view_on_load(browser: Browser, site: TrackedSite, kafka_events: KafkaTail) -> None:
@@ -56,7 +62,7 @@ def test_spa_navigation_sends_page_views(browser: Browser, site: TrackedSite, ka
     tab.page.evaluate("history.back()")  # popstate back to the first page
     views = kafka_events.wait_count("pageview", 3)
     assert (views[2].url, views[2].referrer, views[2].ref_type) == (url, pricing, "internal")
-    assert [e.type for e in kafka_events.settle()] == ["pageview"] * 3, "a hash change must not send a page view"
+    assert types_sent(kafka_events) == ["pageview"] * 3, "a hash change must not send a page view"
 
 
 def test_custom_events_with_props(browser: Browser, site: TrackedSite, kafka_events: KafkaTail) -> None:
@@ -76,8 +82,8 @@ def test_custom_events_with_props(browser: Browser, site: TrackedSite, kafka_eve
 
 
 def test_outbound_link_clicks(browser: Browser, site: TrackedSite, kafka_events: KafkaTail) -> None:
-    """Middle and left clicks on a link to another host send "outbound" events; an in-page link does not."""
-    url = site.publish()
+    """With data-outbound, left and middle clicks on links to another host send "outbound"; in-page links don't."""
+    url = site.publish(tracker={"outbound": "true"})
     tab = open_tab(browser, site, url)
     tab.page.click("#internal")
     tab.page.click("#outbound", button="middle")  # opens a background tab; this page stays
@@ -87,7 +93,60 @@ def test_outbound_link_clicks(browser: Browser, site: TrackedSite, kafka_events:
     outbound = kafka_events.wait_count("outbound", 2)
     assert [e.props for e in outbound] == [{"url": site.outbound_url}] * 2
     assert all(e.url == url for e in outbound)
-    assert sorted(e.type for e in kafka_events.settle()) == ["outbound", "outbound", "pageview"]
+    assert sorted(types_sent(kafka_events)) == ["outbound", "outbound", "pageview"]
+
+
+def test_goal_event_outbound_link_and_download(browser: Browser, site: TrackedSite, kafka_events: KafkaTail) -> None:
+    """A goal event, an outbound click and file downloads each arrive as their event with the link's url."""
+    url = site.publish(tracker={"outbound": "true", "downloads": "true"})
+    tab = open_tab(browser, site, url)
+    tab.page.evaluate("footfall('signup', {plan: 'pro'})")
+    tab.page.click("#outbound", button="middle")
+    tab.page.click("#not-a-file", button="middle")  # ".pdf" only in the query: no download
+    tab.page.click("#zip", button="middle")  # the extension's case does not matter
+    with tab.page.expect_navigation(url=f"{url}files/report.pdf?v=2"):
+        tab.page.click("#pdf")
+
+    (signup,) = kafka_events.wait_count("signup", 1)
+    assert (signup.props, signup.url) == ({"plan": "pro"}, url)
+    (outbound,) = kafka_events.wait_count("outbound", 1)
+    assert outbound.props == {"url": site.outbound_url}
+    downloads = kafka_events.wait_count("download", 2)
+    assert sorted(e.props["url"] for e in downloads if e.props) == [
+        f"{url}files/archive.ZIP",
+        f"{url}files/report.pdf?v=2",
+    ]
+    assert all(e.url == url for e in downloads)
+    assert sorted(types_sent(kafka_events)) == ["download", "download", "outbound", "pageview", "signup"]
+
+
+def test_own_download_extensions(browser: Browser, site: TrackedSite, kafka_events: KafkaTail) -> None:
+    """data-downloads="zip" tracks only .zip links, and outbound clicks stay off without data-outbound."""
+    url = site.publish(tracker={"downloads": "zip"})
+    tab = open_tab(browser, site, url)
+    tab.page.click("#pdf", button="middle")
+    tab.page.click("#outbound", button="middle")
+    tab.page.click("#zip", button="middle")
+
+    (download,) = kafka_events.wait_count("download", 1)
+    assert download.props == {"url": f"{url}files/archive.ZIP"}
+    assert sorted(e.type for e in kafka_events.settle()) == ["download", "pageview"]
+
+
+def test_links_send_nothing_without_the_attributes(
+    browser: Browser, site: TrackedSite, kafka_events: KafkaTail
+) -> None:
+    """Without data-outbound and data-downloads, clicks on outbound and file links send nothing."""
+    url = site.publish()
+    tab = open_tab(browser, site, url)
+    tab.page.click("#outbound", button="middle")
+    tab.page.click("#pdf", button="middle")
+    tab.page.click("#zip", button="middle")
+    with tab.page.expect_navigation(url=site.outbound_url):
+        tab.page.click("#outbound")
+
+    kafka_events.wait_count("pageview", 1)
+    assert types_sent(kafka_events) == ["pageview"]
 
 
 def test_event_id_is_client_generated_and_dedupes(browser: Browser, site: TrackedSite, kafka_events: KafkaTail) -> None:
@@ -129,13 +188,14 @@ def test_respect_dnt_sends_nothing(
     browser: Browser, site: TrackedSite, kafka_events: KafkaTail, header: str, init_script: str
 ) -> None:
     """With data-respect-dnt="true" a browser asking not to be tracked sends nothing at all (a control tab does)."""
-    url = site.publish(respect_dnt=True)
+    url = site.publish(respect_dnt=True, tracker={"outbound": "true", "downloads": "true"})
     context = browser.new_context(extra_http_headers={header: "1"})
     context.add_init_script(init_script)
     private = open_tab_in(context, site, url)
     assert private.page.evaluate("navigator.doNotTrack === '1' || navigator.globalPrivacyControl === true")
     private.page.evaluate("history.pushState({}, '', 'next'); footfall('signup', {plan: 'pro'})")
     private.page.click("#outbound", button="middle")
+    private.page.click("#pdf", button="middle")
 
     control_url = site.publish(respect_dnt=True, name="control")
     control = open_tab(browser, site, control_url)
