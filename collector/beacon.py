@@ -13,6 +13,7 @@ from typing import Annotated
 
 import msgspec
 
+from footfall.vocabulary import ENGAGED_MS_PROP, ENGAGEMENT, PAGEVIEW_ID_PROP, SCROLL_DEPTH_PROP
 from footfall_capture.enrich.pipeline import Draft
 from footfall_capture.events import (
     MAX_PROP_KEY_LENGTH,
@@ -23,6 +24,7 @@ from footfall_capture.events import (
 )
 
 MAX_BODY_BYTES = 64 * 1024
+_MAX_INT64 = 2**63 - 1  # what the archive, Spark and Mongo hold as an integer
 _LONG = 8192  # accepted on input, then cut to the event's limits (long referrers are common)
 
 _Text = Annotated[str, msgspec.Meta(max_length=_LONG)]
@@ -65,6 +67,34 @@ class Beacon(msgspec.Struct, forbid_unknown_fields=False):
     def __post_init__(self) -> None:
         if self.type == "pageview" and not self.url:
             raise ValueError("a pageview needs a url")
+        if self.type == ENGAGEMENT:
+            problem = engagement_problem(self.props)
+            if problem is not None:
+                raise ValueError(problem)
+
+
+def _int_within(value: object, low: int, high: int) -> bool:
+    """True for an integer from ``low`` to ``high`` (JSON true is no number, 5.0 no integer)."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def engagement_problem(props: Mapping[str, object] | None) -> str | None:
+    """What is wrong with an engagement report's ``props``, naming the property, or None.
+
+    ``engaged_ms`` must be a non-negative integer and ``pageview_id`` a non-empty string;
+    ``scroll_depth`` may be absent, else an integer from 0 to 100. Other properties are kept
+    as on any event. Large engaged times are valid: the layers cap them (MAX_ENGAGED_MS)."""
+    props = props or {}
+    engaged = props.get(ENGAGED_MS_PROP)
+    if not _int_within(engaged, 0, _MAX_INT64):
+        return f"an engagement event needs `props.{ENGAGED_MS_PROP}`, a non-negative integer (got {engaged!r})"
+    depth = props.get(SCROLL_DEPTH_PROP, 0)
+    if not _int_within(depth, 0, 100):
+        return f"`props.{SCROLL_DEPTH_PROP}` of an engagement event must be an integer from 0 to 100 (got {depth!r})"
+    pageview_id = props.get(PAGEVIEW_ID_PROP)
+    if not isinstance(pageview_id, str) or not pageview_id:
+        return f"an engagement event needs `props.{PAGEVIEW_ID_PROP}`, its page view's event_id (got {pageview_id!r})"
+    return None
 
 
 _decoder = msgspec.json.Decoder(Beacon)

@@ -91,6 +91,35 @@ def test_bad_input_gets_a_reason(client: Client, site: Site, body: bytes, status
     assert resp.json()["detail"]
 
 
+def test_engagement_reports_are_checked_then_accepted(client: Client, site: Site, events_tail: TopicTail) -> None:
+    """A bad engagement report gets 400 naming the property; a good one reaches the log with its referrer's labels."""
+    props: dict[str, object] = {
+        "engaged_ms": 4200,
+        "scroll_depth": 101,
+        "pageview_id": "0190f2a4-6b7e-7c3d-8a1b-2c3d4e5f6a7b",
+    }
+    report = {
+        "site_id": site.site_id,
+        "type": "engagement",
+        "url": "https://example.com/pricing",
+        "referrer": "https://www.google.com/search?q=footfall",
+        "props": props,
+    }
+    resp = beacon(client, report)
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["error"] == "invalid_field"
+    assert "props.scroll_depth" in resp.json()["detail"]
+
+    props["scroll_depth"] = 64
+    resp = beacon(client, report)
+    assert resp.status_code == 202, resp.content
+    [msg] = events_tail.read(of_site(site), 1)
+    event = decode(msg.value())
+    assert event.event_id == resp.json()["event_id"]
+    assert (event.type, event.path, event.props) == ("engagement", "/pricing", props)
+    assert (event.ref_domain, event.ref_type) == ("google.com", "search")
+
+
 def test_oversized_body_is_refused_before_reading(client: Client, site: Site) -> None:
     body = json.dumps({"site_id": site.site_id, "type": "x", "props": {"k": "v" * 70_000}}).encode()
     resp = beacon(client, body)

@@ -48,6 +48,83 @@ def test_too_many_props_are_refused() -> None:
         parse_json(body)
 
 
+PAGEVIEW_ID = "2f1c9a4e-5b6d-4e7f-8a9b-0c1d2e3f4a5b"
+
+
+def engagement(**props: object) -> bytes:
+    """An engagement report's body as the tracker sends it, with ``props`` overriding its own."""
+    base: dict[str, object] = {"engaged_ms": 5000, "scroll_depth": 40, "pageview_id": PAGEVIEW_ID}
+    merged = {k: v for k, v in {**base, **props}.items() if v is not ...}  # ... removes a property
+    return msgspec.json.encode(
+        {"site_id": "demo", "type": "engagement", "url": "https://example.com/a", "props": merged}
+    )
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {},
+        {"engaged_ms": 0, "scroll_depth": 0},
+        {"scroll_depth": 100},
+        {"engaged_ms": 10**12},  # implausible but valid: the layers cap it
+        {"scroll_depth": ...},  # a report may carry no scroll depth
+        {"extra": "kept"},
+    ],
+)
+def test_valid_engagement_reports_are_accepted(props: dict[str, object]) -> None:
+    """An engagement report as the contract says parses like any event, its props unchanged."""
+    beacon = parse_json(engagement(**props))
+    assert beacon.type == "engagement"
+    assert beacon.props is not None
+    assert beacon.props["pageview_id"] == PAGEVIEW_ID
+    assert {k: v for k, v in props.items() if v is not ...}.items() <= beacon.props.items()
+
+
+@pytest.mark.parametrize(
+    ("props", "named"),
+    [
+        ({"engaged_ms": ...}, "engaged_ms"),
+        ({"engaged_ms": -1}, "engaged_ms"),
+        ({"engaged_ms": 1500.5}, "engaged_ms"),
+        ({"engaged_ms": 5000.0}, "engaged_ms"),
+        ({"engaged_ms": "5000"}, "engaged_ms"),
+        ({"engaged_ms": True}, "engaged_ms"),
+        ({"engaged_ms": None}, "engaged_ms"),
+        ({"engaged_ms": 2**63}, "engaged_ms"),
+        ({"scroll_depth": 101}, "scroll_depth"),
+        ({"scroll_depth": -1}, "scroll_depth"),
+        ({"scroll_depth": 50.5}, "scroll_depth"),
+        ({"scroll_depth": "50"}, "scroll_depth"),
+        ({"scroll_depth": None}, "scroll_depth"),
+        ({"pageview_id": ...}, "pageview_id"),
+        ({"pageview_id": ""}, "pageview_id"),
+        ({"pageview_id": 7}, "pageview_id"),
+    ],
+)
+def test_bad_engagement_reports_name_the_property(props: dict[str, object], named: str) -> None:
+    """An engagement report whose props break the contract is refused, naming the property."""
+    with pytest.raises(BadBeacon) as err:
+        parse_json(engagement(**props))
+    assert err.value.reason == "invalid_field"
+    assert f"props.{named}" in err.value.detail
+
+
+def test_engagement_without_props_is_refused_everywhere() -> None:
+    """No props at all (a pixel cannot carry them) is refused; one bad report spoils no batch."""
+    with pytest.raises(BadBeacon, match="engaged_ms"):
+        parse_json(b'{"site_id": "demo", "type": "engagement", "url": "https://example.com/"}')
+    with pytest.raises(BadBeacon, match="engaged_ms"):
+        parse_query({"site_id": "demo", "type": "engagement", "url": "https://example.com/"})
+    items = parse_batch(b"[" + engagement() + b"," + engagement(scroll_depth=120) + b"]", limit=10)
+    assert [type(i).__name__ for i in items] == ["Beacon", "BadBeacon"]
+
+
+def test_engagement_props_are_checked_only_on_engagement_events() -> None:
+    """A custom event may use the same property names with any values."""
+    body = b'{"site_id": "demo", "type": "video", "props": {"engaged_ms": "long", "scroll_depth": 500}}'
+    assert parse_json(body).props == {"engaged_ms": "long", "scroll_depth": 500}
+
+
 def test_pixel_query() -> None:
     beacon = parse_query({"site_id": "demo", "url": "https://example.com/a", "referrer": "", "title": "A"})
     assert beacon.referrer is None
