@@ -515,7 +515,10 @@ class RealtimeQueries:
         Values a minute counted under ``(other)`` (past its cap, realtime.keys) match no
         goal: on a site with more distinct pages or event values a minute than the cap, a
         goal's realtime counts can be short until the nightly rollup settles the day.
-        One round trip, two with page goals (their matching values come first)."""
+        One round trip, two with page goals (their matching values come first). A page goal's
+        merge reads one sketch per matching value and minute of the range (as :meth:`visitors`
+        does per value): a wildcard matching hundreds of pages over a whole day is a merge of
+        hundreds of thousands of keys, so callers should keep such goals to short ranges."""
         minutes = _minutes(start_ms, end_ms)
         pipe = Pipeline(self.clients)
         pages = self._queue_union(pipe, self._top_keys(site, minutes, "page")) if any(

@@ -25,8 +25,7 @@ key                                      type        content
 ``ff:rt:{site}:{m}:engms:{edim}``        zset        engaged milliseconds per value of ``edim``
 ``ff:rt:{site}:h{h}:c``, ``:uv``,        as above    UTC hour ``h = ts_ms // 3600000``: the sums
 ``:top:{dim}``, ``:eng:{edim}``,                     (hashes, sorted sets) and unions (HyperLogLogs)
-``:engms:{edim}``
-                                                     of its minutes' keys, expiring with its last
+``:engms:{edim}``                                    of its minutes' keys, expiring with its last
                                                      minute
 ``ff:rt:hours_from``                     string      first hour ``h`` from which every hour key is
                                                      complete (see below)
