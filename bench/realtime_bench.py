@@ -48,6 +48,7 @@ LATENCY_LOAD = 0.5  # latency at half the new worker's rate
 PRODUCER = {"queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000}
 # The keys both key layouts share, which is all the bench reads (no product code decides what it measures).
 COUNTERS, OFFSETS, WORKERS = "ff:rt:{site}:{minute}:c", "ff:rt:offsets:{group}", "ff:rt:workers"
+EVENTS = "ff:rt:{site}:{minute}:top:event"  # custom events per name (realtime.keys, Custom events)
 # One call is one round trip carrying a whole atomic step: a script, a function, or a MULTI ... EXEC.
 ATOMIC = ("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "exec")
 
@@ -267,29 +268,31 @@ class RealtimeBench:
                 "pageviews": pageviews, "exact": pageviews == self.args.events,
                 "commands": dict(sorted(calls.items(), key=lambda kv: -kv[1]))}  # fmt: skip
 
-    def poll_markers(self, pending: dict[str, tuple[str, float]], seen: list[float], lock: threading.Lock,
+    def poll_markers(self, pending: dict[str, tuple[int, float]], seen: list[float], lock: threading.Lock,
                      stop: threading.Event) -> None:  # fmt: skip
-        """Every ``POLL_S``, one HMGET per minute hash of pending markers; a marker is seen once its field is."""
+        """Every ``POLL_S``, one pipeline over the pending markers; a marker (a custom event of a
+        name of its own) is seen once its minute counts it: as the ``event:<name>`` field of the
+        minute's hash (workers before issue 31) or in the minute's ``event`` ranking (since)."""
         while not stop.wait(POLL_S):
             with lock:
-                by_key: dict[str, list[str]] = {}
-                for name, (key, _) in pending.items():
-                    by_key.setdefault(key, []).append(name)
-            if not by_key:
+                markers = [(name, minute) for name, (minute, _) in pending.items()]
+            if not markers:
                 continue
             pipe = self.client.pipeline(transaction=False)
-            for key, names in by_key.items():
-                pipe.hmget(key, names)
+            for name, minute in markers:
+                pipe.hget(COUNTERS.format(site=self.site, minute=minute), f"event:{name}")
+                pipe.zscore(EVENTS.format(site=self.site, minute=minute), name)
             replies, now = pipe.execute(), time.perf_counter()
             with lock:
-                for names, values in zip(by_key.values(), replies, strict=True):
-                    seen += [now - pending.pop(name)[1] for name, value in zip(names, values, strict=True) if value]
+                for k, (name, _) in enumerate(markers):
+                    if replies[2 * k] is not None or replies[2 * k + 1] is not None:
+                        seen.append(now - pending.pop(name)[1])
 
     def latency(self, tree: Tree, topic: str, load: list[tuple[bytes, bytes]], rate: float) -> dict[str, Any]:
         """Produce ``load`` at ``rate`` plus markers for ``tree``'s worker; time the markers."""
         self.groups.append(group := f"rtbench-lat-{self.run_id}")
         proc, args = self.start_worker(tree, topic, group), self.args
-        pending: dict[str, tuple[str, float]] = {}  # counter field -> (hash key, produce time)
+        pending: dict[str, tuple[int, float]] = {}  # marker name -> (its minute, produce time)
         seen, lock, stop = list[float](), threading.Lock(), threading.Event()
         threading.Thread(target=self.poll_markers, args=(pending, seen, lock, stop), daemon=True).start()
         self.cleanup.callback(stop.set)
@@ -298,9 +301,8 @@ class RealtimeBench:
 
         def send_marker() -> None:  # unique n: its field cannot exist before the marker is counted
             event = msgspec.structs.replace(gen.event(int(time.time() * 1000)), type=f"lat-{next(numbers)}")
-            key = COUNTERS.format(site=self.site, minute=event.ts // 60_000)
             with lock:
-                pending[f"event:{event.type}"] = (key, time.perf_counter())
+                pending[event.type] = (event.ts // 60_000, time.perf_counter())
             producer.produce(topic, encode(event), key=(event.visitor_id or "").encode())
 
         def drain(timeout: float) -> bool:  # whether every marker was seen

@@ -1,6 +1,6 @@
 """Realtime memory benchmark: Redis bytes per event of the speed layer's counters, for the demo traffic mix and for
-a referrer-spam mix, written through ``CounterStore.apply`` into a private ``redis-server``. Goals: <= 150 bytes
-per event on the demo mix, <= 2x that on the spam mix. Usage and figures: bench/README.md."""
+a referrer-spam mix and an event-spam mix, written through ``CounterStore.apply`` into a private ``redis-server``.
+Goals: <= 150 bytes per event on the demo mix, <= 2x that on the spam mixes. Usage and figures: bench/README.md."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from footfall_capture.events import Event
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 
-GOALS = {"demo": 150.0, "spam": 300.0}  # bytes per event; spam: 2x the demo mix's goal
+GOALS = {"demo": 150.0, "spam": 300.0, "events": 300.0}  # bytes per event; spam mixes: 2x the demo mix's goal
 BATCH, SEED, SITE = 5000, 42, "memorybench"
 SUPERVISOR_CONF = REPO / "deploy" / "local" / "supervisord.conf"
 # Options of the stack's redis-server that name where it runs, not how it stores: the bench sets its own.
@@ -66,14 +66,30 @@ def spammed(event: Event, n: int, domains: int) -> Event:
     )  # fmt: skip
 
 
-def traffic(gen: DemoTraffic, start_ms: int, rate: float, count: int, spam: int = 0, domains: int = 1000
-            ) -> Iterator[Event]:  # fmt: skip
+def event_spammed(event: Event, n: int, domains: int) -> Event:
+    """The ``n``th made-up event in place of the page view ``event``: odd ``n`` a custom event whose name and
+    property values no other event has, even ``n`` an engagement report on a page and from a referrer URL no
+    other event has (issue 31: event names, property values and engaged pages are attacker-controlled too)."""
+    if n % 2:
+        return msgspec.structs.replace(event, type=f"spam-{n}", props={"plan": f"p{n}", "ref": f"r{n}"})
+    return msgspec.structs.replace(
+        spammed(event, n, domains), type="engagement",
+        props={"engaged_ms": 1000 + n % 5000, "scroll_depth": n % 101, "pageview_id": event.event_id},
+    )  # fmt: skip
+
+
+SPAM = {"spam": spammed, "events": event_spammed}
+
+
+def traffic(gen: DemoTraffic, start_ms: int, rate: float, count: int, spam: int = 0, domains: int = 1000,
+            spam_event: Callable[[Event, int, int], Event] = spammed) -> Iterator[Event]:  # fmt: skip
     """``count`` page views of ``gen`` in event-time order from ``start_ms`` at ``rate`` per second; ``spam`` of
-    them, spread evenly, each with a page and a referrer URL no other event has."""
+    them, spread evenly, replaced by ``spam_event`` (by default: each with a page and a referrer URL no other
+    event has)."""
     for i in range(count):
         event = gen.event(start_ms + int(i * 1000 / rate))
         if spam and (i + 1) * spam // count > i * spam // count:
-            event = spammed(event, i * spam // count, domains)
+            event = spam_event(event, i * spam // count, domains)
         yield event
 
 
@@ -134,7 +150,7 @@ class PrivateRedis:
 def measure(mix: str, args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, Any]:
     """Stream one mix through ``CounterStore.apply`` into a fresh private Redis; its bytes per event."""
     count = round(args.rate * args.hours * 3600)
-    spam = round(count * args.spam_share) if mix == "spam" else 0
+    spam = round(count * args.spam_share) if mix in SPAM else 0
     server = PrivateRedis(cleanup)
     store = CounterStore(server.client, KeyLayout(retention_s=round(args.retention_hours * 3600)))
     gen = DemoTraffic(site_id=SITE, host=f"{SITE}.example", visitors=args.visitors, seed=SEED)
@@ -142,7 +158,8 @@ def measure(mix: str, args: argparse.Namespace, cleanup: contextlib.ExitStack) -
     before, started, done = server.memory(), time.perf_counter(), 0
     print(f"{mix}: {count:,} events at {args.rate:g}/s of event time over {args.hours:g} h"
           f"{f', {spam:,} of them spam' if spam else ''} ...", flush=True)  # fmt: skip
-    for batch in batches(traffic(gen, start_ms, args.rate, count, spam, args.spam_domains), BATCH):
+    stream = traffic(gen, start_ms, args.rate, count, spam, args.spam_domains, SPAM.get(mix, spammed))
+    for batch in batches(stream, BATCH):
         store.apply(batch, now_ms=batch[-1].ts)  # now = event time, as a live worker sees it
         done += len(batch)
         if done % (BATCH * max(1, count // BATCH // 10)) == 0:
@@ -152,12 +169,14 @@ def measure(mix: str, args: argparse.Namespace, cleanup: contextlib.ExitStack) -
             )
     elapsed, after = time.perf_counter() - started, server.memory()
     minutes = range(start_ms // 60_000, (start_ms + int(count * 1000 / args.rate)) // 60_000 + 1)
-    if (counted := pageviews(server.client, minutes)) != count:
-        raise BenchError(f"{mix}: the counters hold {counted:,} page views of {count:,} distinct events")
+    views = count - spam if mix == "events" else count  # its spam events are not page views
+    if (counted := pageviews(server.client, minutes)) != views:
+        raise BenchError(f"{mix}: the counters hold {counted:,} page views of {views:,}")
     server.stop()
     per_event = (after["used"] - before["used"]) / count
     return {
-        "mix": mix, "events": count, "spam_events": spam, "distinct_spam_pages": spam, "distinct_spam_referrers": spam,
+        "mix": mix, "events": count, "spam_events": spam, "distinct_spam_pages": spam // (2 if mix == "events" else 1),
+        "distinct_spam_referrers": spam // (2 if mix == "events" else 1),
         "spam_domains": args.spam_domains if spam else 0, "before": before, "after": after,
         "bytes_per_event": round(per_event, 1),
         "dataset_bytes_per_event": round((after["dataset"] - before["dataset"]) / count, 1),
@@ -212,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
              "defaults)")  # fmt: skip
     add("--spam-domains", type=int, default=1000, help="domains the spam referrers come from (default 1000)")
     add("--retention-hours", type=float, default=48.0, help="the store's retention (default 48, the product's)")
-    add("--mixes", nargs="+", choices=("demo", "spam"), default=["demo", "spam"])
+    add("--mixes", nargs="+", choices=("demo", "spam", "events"), default=["demo", "spam", "events"],
+        help="demo traffic; spam: distinct pages and referrer URLs; events: distinct custom event names and "
+             "property values, and engagement reports on distinct pages from distinct referrer URLs")  # fmt: skip
     add("--out", type=Path, default=OUT / "realtime_memory.json", help="JSON results (default %(default)s)")
     args = parser.parse_args(argv)
     args.rate *= args.events_scale

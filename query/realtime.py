@@ -13,6 +13,7 @@ With several Redis shards every read goes to each of them and the answers are me
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -21,9 +22,18 @@ from typing import Any, TypeVar
 
 from cachetools import LRUCache
 
-from footfall.vocabulary import EVENT_DIMENSIONS, INTERVAL_MINUTES, REALTIME_METRICS, REFPAGE_SEPARATOR, QueryError
+from footfall.goals import EVENT_NAME, PAGE, GoalSpec
+from footfall.vocabulary import (
+    EVENT_DIMENSIONS,
+    INTERVAL_MINUTES,
+    PROP_SEPARATOR,
+    REALTIME_METRICS,
+    REFPAGE_SEPARATOR,
+    VALUE_OTHER,
+    QueryError,
+)
 from query.fanout import FanoutPipeline as Pipeline
-from realtime.keys import ACTIVE_WINDOW_MS
+from realtime.keys import ACTIVE_WINDOW_MS, ENGAGEMENT_DIMENSIONS
 from realtime.store import CounterStore
 from realtime.trends import Rising, rank_rising
 
@@ -34,6 +44,7 @@ T = TypeVar("T")
 Parse = Callable[[Iterator[Any]], T]
 
 COUNTER_FIELDS = ("pageviews", "events", "bot_events")
+EVENT_TOTAL_FIELDS = ("custom_events", "engaged_ms", "engagements")
 MAX_MINUTES = 60 * 24 * 7  # the store keeps far less; this bounds a query's key count
 # Trend baselines remembered per process (values summed over all blocks held); see
 # RealtimeQueries._queue_rising.
@@ -46,6 +57,31 @@ class Row:
     value: str
     pageviews: int
     visitors: int
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """A custom event name, or a value of one of its properties, with its events and visitors."""
+
+    value: str
+    events: int
+    visitors: int
+
+
+@dataclass(frozen=True, slots=True)
+class GoalCount:
+    """A goal's total conversions (exact) and unique conversions (visitors, HyperLogLog)."""
+
+    conversions: int
+    visitors: int
+
+
+@dataclass(frozen=True, slots=True)
+class Engagement:
+    """Engaged milliseconds and the engagement reports that carried them."""
+
+    engaged_ms: int
+    reports: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +121,31 @@ def _split_hours(minutes: range, hours_from: int | None) -> tuple[range, list[in
 def _check_dim(dim: str, parameter: str = "dimension") -> None:
     if dim not in EVENT_DIMENSIONS:
         raise QueryError(parameter, f"must be one of {', '.join(EVENT_DIMENSIONS)}")
+
+
+def _check_engagement_dim(dim: str) -> None:
+    if dim not in ENGAGEMENT_DIMENSIONS:
+        raise QueryError("dimension", f"engaged time is counted per {' and '.join(ENGAGEMENT_DIMENSIONS)} only")
+
+
+def _prop_prefix(event: str, prop: str) -> str:
+    """The start of the ``event_prop`` values of ``event``'s property ``prop`` (realtime.keys)."""
+    if not EVENT_NAME.match(event):
+        raise QueryError("event", "must be an event name (letters, digits, _.:-, at most 64)")
+    if not prop or PROP_SEPARATOR in prop:
+        raise QueryError("property", "must be a property name")
+    return f"{event}{PROP_SEPARATOR}{prop}{PROP_SEPARATOR}"
+
+
+def _goal_value(goal: GoalSpec) -> tuple[str, str]:
+    """The dimension and value that count an event goal's conversions."""
+    if goal.prop:
+        return "event_prop", f"{goal.event}{PROP_SEPARATOR}{goal.prop}{PROP_SEPARATOR}{goal.value}"
+    return "event", goal.event
+
+
+def _decoded(member: bytes | str) -> str:
+    return member.decode() if isinstance(member, bytes) else member
 
 
 def _num(raw: object) -> int:
@@ -403,6 +464,139 @@ class RealtimeQueries:
         if self._baselines is not None:
             with self._baselines_lock:
                 self._baselines[key] = block
+
+    # -- custom events, goals and engaged time -----------------------------------------------
+
+    def custom_events(self, site: str, start_ms: int, end_ms: int, limit: int = 10) -> list[EventRow]:
+        """The ``limit`` custom events with most events in the range, with unique visitors (two
+        round trips: the visitors of the names ranked). Names past a minute's cap are counted
+        under ``(other)``, which is ranked like a name."""
+        return self._event_rows(site, "event", "", start_ms, end_ms, limit)
+
+    def event_properties(
+        self, site: str, event: str, prop: str, start_ms: int, end_ms: int, limit: int = 10
+    ) -> list[EventRow]:
+        """The ``limit`` values of custom event ``event``'s property ``prop`` with most events in
+        the range (values as :func:`footfall.goals.prop_text` writes them), with unique visitors.
+
+        Values a minute counted under ``(other)`` (past its cap, see :mod:`realtime.keys`) belong
+        to no event, so the rows may add up to fewer events than the event had."""
+        return self._event_rows(site, "event_prop", _prop_prefix(event, prop), start_ms, end_ms, limit)
+
+    def _event_rows(self, site: str, dim: str, prefix: str, start_ms: int, end_ms: int, limit: int) -> list[EventRow]:
+        if not 1 <= limit <= 1000:
+            raise QueryError("limit", "must be between 1 and 1000")
+        minutes = _minutes(start_ms, end_ms)
+        ranked = self._run(lambda pipe: self._queue_union(pipe, self._top_keys(site, minutes, dim), prefix))
+        top = sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        pipe = Pipeline(self.clients)
+        for value, _ in top:
+            pipe.pfcount(*self._dim_visitor_keys(site, minutes, dim, prefix + value))
+        visitors = pipe.execute() if top else []
+        return [EventRow(value, n, int(uv)) for (value, n), uv in zip(top, visitors, strict=True)]
+
+    def _queue_union(self, pipe: Pipeline, keys: list[str], prefix: str = "") -> Parse[dict[str, int]]:
+        """The summed scores of ``keys``' members that start with ``prefix``, without it."""
+        pipe.zunion(keys, withscores=True)
+
+        def parse(raw: Iterator[Any]) -> dict[str, int]:
+            sums = ((_decoded(member), int(score)) for member, score in next(raw))
+            return {value.removeprefix(prefix): n for value, n in sums if value.startswith(prefix)}
+
+        return parse
+
+    def goal_counts(self, site: str, goals: Sequence[GoalSpec], start_ms: int, end_ms: int) -> dict[str, GoalCount]:
+        """Conversions and unique conversions of each goal over the range, by ``goal_id``.
+
+        Page goals: the page views of the ``page`` values that match the goal's pattern, and
+        one HyperLogLog merge of those values' minute sketches. Event goals: the ``event``
+        value of the name, or the ``event_prop`` value of name, property and value. Goals are
+        matched when read, so a goal defined now answers for every minute the store holds.
+        Values a minute counted under ``(other)`` (past its cap, realtime.keys) match no
+        goal: on a site with more distinct pages or event values a minute than the cap, a
+        goal's realtime counts can be short until the nightly rollup settles the day.
+        One round trip, two with page goals (their matching values come first). A page goal's
+        merge reads one sketch per matching value and minute of the range (as :meth:`visitors`
+        does per value): a wildcard matching hundreds of pages over a whole day is a merge of
+        hundreds of thousands of keys, so callers should keep such goals to short ranges."""
+        minutes = _minutes(start_ms, end_ms)
+        pipe = Pipeline(self.clients)
+        pages = self._queue_union(pipe, self._top_keys(site, minutes, "page")) if any(
+            g.kind == PAGE for g in goals
+        ) else None  # fmt: skip
+        event_goals = [(goal, *_goal_value(goal)) for goal in goals if goal.kind != PAGE]
+        bucket_keys = [self._top_keys(site, minutes, dim) for _, dim, _ in event_goals]
+        for (_, dim, value), keys in zip(event_goals, bucket_keys, strict=True):
+            for key in keys:
+                pipe.zscore(key, value)
+            pipe.pfcount(*self._dim_visitor_keys(site, minutes, dim, value))
+        raw = iter(pipe.execute()) if len(pipe) else iter(())
+        page_views = pages(raw) if pages is not None else {}
+        counts: dict[str, GoalCount] = {}
+        for (goal, _, _), keys in zip(event_goals, bucket_keys, strict=True):
+            conversions = sum(_num(next(raw)) for _ in keys)
+            counts[goal.goal_id] = GoalCount(conversions, _num(next(raw)))
+        matched: list[tuple[GoalSpec, list[str]]] = []
+        for goal in goals:
+            if goal.kind == PAGE:
+                pattern = re.compile(goal.regex)
+                matched.append((goal, [v for v in page_views if v != VALUE_OTHER and pattern.match(v)]))
+        pipe = Pipeline(self.clients)
+        for _, values in matched:
+            if values:  # one merge over every minute sketch of every matching page
+                pipe.pfcount(*(key for value in values for key in self._dim_visitor_keys(site, minutes, "page", value)))
+        visitors = iter(pipe.execute()) if len(pipe) else iter(())
+        for goal, values in matched:
+            conversions = sum(page_views[value] for value in values)
+            counts[goal.goal_id] = GoalCount(conversions, _num(next(visitors)) if values else 0)
+        return counts
+
+    def engagement(
+        self, site: str, dim: str, start_ms: int, end_ms: int, values: Sequence[str] | None = None
+    ) -> dict[str, Engagement]:
+        """Engaged time and reports per value of ``dim`` (``page`` or ``ref``) over the range,
+        of ``values`` only when given (a value without reports is left out). Time on page is
+        ``engaged_ms`` over the page's page views. One round trip."""
+        return self._run(lambda pipe: self._queue_engagement(pipe, site, dim, start_ms, end_ms, values))
+
+    def _queue_engagement(
+        self, pipe: Pipeline, site: str, dim: str, start_ms: int, end_ms: int, values: Sequence[str] | None
+    ) -> Parse[dict[str, Engagement]]:
+        _check_engagement_dim(dim)
+        minutes, layout = _minutes(start_ms, end_ms), self.layout
+        reports = self._queue_union(pipe, self._bucket_keys(
+            minutes, lambda h: layout.hour_engagements(site, h, dim), lambda m: layout.engagements(site, m, dim)
+        ))  # fmt: skip
+        engaged = self._queue_union(pipe, self._bucket_keys(
+            minutes, lambda h: layout.hour_engaged_ms(site, h, dim), lambda m: layout.engaged_ms(site, m, dim)
+        ))  # fmt: skip
+        wanted = None if values is None else set(values)
+
+        def parse(raw: Iterator[Any]) -> dict[str, Engagement]:
+            counts, sums = reports(raw), engaged(raw)
+            return {
+                value: Engagement(sums.get(value, 0), n)
+                for value, n in counts.items()
+                if wanted is None or value in wanted
+            }
+
+        return parse
+
+    def event_totals(self, site: str, start_ms: int, end_ms: int) -> dict[str, int]:
+        """Custom events, engaged milliseconds and engagement reports of the range (humans'),
+        as ``{"custom_events", "engaged_ms", "engagements"}``."""
+        return self._run(lambda pipe: self._queue_event_totals(pipe, site, start_ms, end_ms))
+
+    def _queue_event_totals(self, pipe: Pipeline, site: str, start_ms: int, end_ms: int) -> Parse[dict[str, int]]:
+        keys = self._counter_keys(site, _minutes(start_ms, end_ms))
+        for key in keys:
+            pipe.hmget(key, *EVENT_TOTAL_FIELDS)
+
+        def parse(raw: Iterator[Any]) -> dict[str, int]:
+            rows = [next(raw) for _ in keys]
+            return {name: sum(_num(row[i]) for row in rows) for i, name in enumerate(EVENT_TOTAL_FIELDS)}
+
+        return parse
 
     # -- the live view ---------------------------------------------------------------------
 

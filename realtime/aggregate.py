@@ -20,24 +20,48 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from footfall.vocabulary import EVENT_DIMENSIONS, REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
+from footfall.goals import prop_text
+from footfall.vocabulary import (
+    ENGAGED_MS_PROP,
+    ENGAGEMENT,
+    EVENT_DIMENSIONS,
+    MAX_ENGAGED_MS,
+    NON_CUSTOM_TYPES,
+    PROP_SEPARATOR,
+    REF_DIRECT,
+    REF_UNKNOWN,
+    REFPAGE_SEPARATOR,
+)
 from footfall_capture.events import Event
-from realtime.keys import VISITOR_CHARS, KeyLayout, fingerprint
-from realtime.value_counts import count_values
+from realtime.keys import CUSTOM_DIMENSIONS, ENGAGEMENT_DIMENSIONS, VISITOR_CHARS, KeyLayout, fingerprint
+from realtime.value_counts import count_values, sum_values
 
 
 class ValueOp(NamedTuple):
-    """Page views and visitors of one value of a dimension in one bucket; the store counts
-    them under the value, or under ``(other)`` when the bucket's set is full (see
-    :mod:`realtime.keys`, Caps)."""
+    """Page views (custom events, for :data:`~realtime.keys.CUSTOM_DIMENSIONS`) and visitors of
+    one value of a dimension in one bucket; the store counts them under the value, or under
+    ``(other)`` when the bucket's set is full (see :mod:`realtime.keys`, Caps)."""
 
     top_key: str
     cap: int
     visitors_prefix: str  # + the value (or "(other)") names the value's HyperLogLog ("": none kept)
     expire_at: int
-    pageviews: int
+    pageviews: int  # the increment of the value's score: page views, or events
     value: str
     visitors: str  # distinct visitor members (realtime.keys.visitor_member), concatenated
+
+
+class AmountOp(NamedTuple):
+    """Engagement reports and their engaged milliseconds of one value in one bucket: the
+    reports' sorted set decides whether the value holds a place or counts as ``(other)``
+    (Caps), and the milliseconds' set takes them under the same value (Engagement)."""
+
+    count_key: str
+    amount_key: str
+    cap: int
+    count: int
+    amount: int
+    value: str
 
 
 @dataclass
@@ -48,6 +72,7 @@ class Batch:
     hincr: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
     pfadd: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     values: list[ValueOp] = field(default_factory=list)
+    amounts: list[AmountOp] = field(default_factory=list)
     seen_at: dict[tuple[str, str], int] = field(default_factory=dict)  # (key, visitor) -> max ts
     expire_at: dict[str, int] = field(default_factory=dict)  # key -> unix seconds
     events: int = 0  # events counted by this batch
@@ -60,6 +85,15 @@ class Batch:
         sums: dict[tuple[str, str], int] = defaultdict(int)
         for op in self.values:
             sums[(op.top_key, op.value)] += op.pageviews
+        return sums
+
+    @property
+    def engaged(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """(reports, engaged ms) per (reports' sorted-set key, value), before any cap: a view for tests."""
+        sums: dict[tuple[str, str], tuple[int, int]] = {}
+        for op in self.amounts:
+            count, amount = sums.get((op.count_key, op.value), (0, 0))
+            sums[(op.count_key, op.value)] = (count + op.count, amount + op.amount)
         return sums
 
     @property
@@ -99,6 +133,29 @@ _COLUMNS: dict[str, Callable[[list[Event], list[str]], list[str | None]]] = {
     "country": lambda views, refs: [e.country for e in views],
 }
 assert set(_COLUMNS) == set(EVENT_DIMENSIONS), "a dimension without a column builder"
+assert ENGAGEMENT_DIMENSIONS == ("page", "ref"), "_add_engagement builds its columns in this order"
+
+
+def engaged_ms(event: Event) -> int:
+    """The engaged milliseconds an engagement report adds: its ``engaged_ms`` property within
+    ``0 .. MAX_ENGAGED_MS`` (an implausible report is capped, not dropped); 0 when the property
+    is missing or not a number (the report still counts as one)."""
+    value = event.props.get(ENGAGED_MS_PROP) if event.props else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return min(max(int(value), 0), MAX_ENGAGED_MS)
+
+
+def event_props(event: Event) -> list[str]:
+    """The ``event_prop`` values of a custom event, one per property (realtime.keys, Custom events)."""
+    if not event.props:
+        return []
+    name = event.type
+    return [
+        f"{name}{PROP_SEPARATOR}{key}{PROP_SEPARATOR}{prop_text(value)}"
+        for key, value in event.props.items()
+        if PROP_SEPARATOR not in key
+    ]
 
 
 def dimension_values(event: Event) -> dict[str, str]:
@@ -137,9 +194,13 @@ def aggregate(
         minutes[(site, event.ts // 60_000)].append(event)
     batch.events = len(fresh)
     views: list[Event] = []
+    others: list[Event] = []  # the humans' events that are not page views
     for (site, minute), group in minutes.items():
-        views += _add_minute(batch, layout, site, minute, group)
+        views += _add_minute(batch, layout, site, minute, group, others)
     _add_values(batch, layout, views)
+    if others:
+        _add_custom(batch, layout, [e for e in others if e.type not in NON_CUSTOM_TYPES])
+        _add_engagement(batch, layout, [e for e in others if e.type == ENGAGEMENT])
     return batch
 
 
@@ -147,19 +208,33 @@ def _mark(event: Event) -> bytes:
     return fingerprint(event.event_id)
 
 
-def _add_minute(batch: Batch, layout: KeyLayout, site: str, minute: int, group: list[Event]) -> list[Event]:
+def _add_minute(
+    batch: Batch, layout: KeyLayout, site: str, minute: int, group: list[Event], others: list[Event]
+) -> list[Event]:
     """Add one site-minute's counters and visitors to its minute and hour keys; return its
-    page views (their dimensions are counted per hour, see :func:`_add_values`)."""
+    page views (their dimensions are counted per hour, see :func:`_add_values`) and add its
+    humans' other events to ``others``."""
     hour = minute // 60
     expires, hour_expires = layout.expires_at(minute), layout.hour_expires_at(hour)
     humans = [e for e in group if not ((ua := e.ua) is not None and ua.is_bot)]
-    counts: Counter[str] = Counter(f"event:{e.type}" for e in humans)
+    types: Counter[str] = Counter(e.type for e in humans)
+    # A field per built-in type only: custom event names are counted, capped, as the
+    # ``event`` dimension (realtime.keys, Custom events), and must not grow this hash.
+    counts: Counter[str] = Counter({f"event:{t}": n for t, n in types.items() if t in NON_CUSTOM_TYPES})
     counts["events"] = len(group)
     if len(humans) < len(group):
         counts["bot_events"] = len(group) - len(humans)  # counted apart, as the batch layer does
-    views = [e for e in humans if e.type == "pageview"]
+    views = [e for e in humans if e.type == "pageview"] if types.get("pageview") else []
     if views:
         counts["pageviews"] = len(views)
+    if len(views) < len(humans):
+        rest = [e for e in humans if e.type != "pageview"]
+        others += rest
+        if custom := sum(n for t, n in types.items() if t not in NON_CUSTOM_TYPES):
+            counts["custom_events"] = custom
+        if reports := [e for e in rest if e.type == ENGAGEMENT]:
+            counts["engagements"] = len(reports)
+            counts["engaged_ms"] = sum(map(engaged_ms, reports))
     for counters, when in ((layout.counters(site, minute), expires), (layout.hour_counters(site, hour), hour_expires)):
         batch.expire_at[counters] = when
         for name, incr in counts.items():
@@ -192,7 +267,62 @@ def _add_values(batch: Batch, layout: KeyLayout, views: list[Event]) -> None:
         [v[:VISITOR_CHARS] if (v := e.visitor_id) else None for e in views],
         [column(views, refs) for column in _COLUMNS.values()],
     )
-    dims = list(_COLUMNS)
+    _add_counts(batch, layout, list(_COLUMNS), per_minute, per_hour)
+
+
+def _add_custom(batch: Batch, layout: KeyLayout, customs: list[Event]) -> None:
+    """Count custom events per name and per property value (realtime.keys, Custom events), as
+    :func:`_add_values` counts page views. One row per property of an event (one row when it
+    has none), its name on the first row only, so that one pass counts both dimensions."""
+    if not customs:
+        return
+    sites: list[str] = []
+    minutes: list[int] = []
+    members: list[str | None] = []
+    names: list[str | None] = []
+    props: list[str | None] = []
+    for e in customs:
+        values: list[str | None] = [*event_props(e)] or [None]
+        sites += [e.site_id] * len(values)
+        minutes += [e.ts // 60_000] * len(values)
+        members += [e.visitor_id[:VISITOR_CHARS] if e.visitor_id else None] * len(values)
+        names += [e.type, *[None] * (len(values) - 1)]
+        props += values
+    per_minute, per_hour = count_values(sites, minutes, members, [names, props])
+    _add_counts(batch, layout, list(CUSTOM_DIMENSIONS), per_minute, per_hour)
+
+
+def _add_engagement(batch: Batch, layout: KeyLayout, reports: list[Event]) -> None:
+    """Sum engagement reports and their engaged time per page and referrer label, per minute
+    and per hour (realtime.keys, Engagement), busiest values first as for page views."""
+    if not reports:
+        return
+    per_minute, per_hour = sum_values(
+        [e.site_id for e in reports],
+        [e.ts // 60_000 for e in reports],
+        [engaged_ms(e) for e in reports],
+        [[e.path for e in reports], _refs(reports)],
+    )
+    for rows, cap, names in (
+        (per_minute, layout.minute_values, (layout.engagements, layout.engaged_ms, layout.expires_at)),
+        (per_hour, layout.hour_values, (layout.hour_engagements, layout.hour_engaged_ms, layout.hour_expires_at)),
+    ):
+        count_key, amount_key, expires = names
+        for site, bucket, dim, value, count, amount in rows:
+            name = ENGAGEMENT_DIMENSIONS[dim]
+            keys = count_key(site, bucket, name), amount_key(site, bucket, name)
+            batch.expire_at[keys[0]] = batch.expire_at[keys[1]] = expires(bucket)
+            batch.amounts.append(AmountOp(*keys, cap, count, amount, value))
+
+
+def _add_counts(
+    batch: Batch,
+    layout: KeyLayout,
+    dims: list[str],
+    per_minute: list[tuple[str, int, int, str, int, str]],
+    per_hour: list[tuple[str, int, int, str, int, str]],
+) -> None:
+    """The value operations of :func:`realtime.value_counts.count_values`' rows over ``dims``."""
     keys: dict[tuple[str, int, int], tuple[str, str, int]] = {}
     for site, minute, dim, value, pageviews, visitors in per_minute:
         if (named := keys.get((site, minute, dim))) is None:

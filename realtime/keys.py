@@ -8,7 +8,10 @@ Every key of a bucket expires ``retention`` after the bucket ends (default 48 h,
 key                                      type        content
 =======================================  ==========  =================================================
 ``ff:rt:{site}:{m}:c``                   hash        ``events``, ``pageviews``, ``bot_events``,
-                                                     ``event:<type>`` counts
+                                                     ``event:<type>`` of the built-in types
+                                                     (:data:`~footfall.vocabulary.NON_CUSTOM_TYPES`),
+                                                     ``custom_events``, ``engaged_ms``,
+                                                     ``engagements`` (human events only)
 ``ff:rt:{site}:{m}:uv``                  HyperLog    visitors (:func:`visitor_member`) of non-bot events (mergeable to
                                                      hours and days with PFCOUNT over many keys)
 ``ff:rt:{site}:{m}:top:{dim}``           zset        page views per value of ``dim`` (top-N by
@@ -17,9 +20,12 @@ key                                      type        content
                                                      a value's visitors over hours are a PFCOUNT
                                                      of its minutes; an hour key per value would
                                                      double what each page view writes)
+``ff:rt:{site}:{m}:eng:{edim}``          zset        engagement reports per value of ``edim``
+                                                     (``page``, ``ref``: see Engagement)
+``ff:rt:{site}:{m}:engms:{edim}``        zset        engaged milliseconds per value of ``edim``
 ``ff:rt:{site}:h{h}:c``, ``:uv``,        as above    UTC hour ``h = ts_ms // 3600000``: the sums
-``:top:{dim}``                                       (hashes, sorted sets) and unions (HyperLogLogs)
-                                                     of its minutes' keys, expiring with its last
+``:top:{dim}``, ``:eng:{edim}``,                     (hashes, sorted sets) and unions (HyperLogLogs)
+``:engms:{edim}``                                    of its minutes' keys, expiring with its last
                                                      minute
 ``ff:rt:hours_from``                     string      first hour ``h`` from which every hour key is
                                                      complete (see below)
@@ -72,6 +78,27 @@ package id, ``(unknown)`` for a referrer naming neither, ``(direct)`` when none)
 pages), ``ref_type``, ``utm_source``, ``utm_medium``, ``utm_campaign``, ``browser``, ``os``,
 ``device``, ``country``.
 
+**Custom events.** Human events whose type is not one of
+:data:`~footfall.vocabulary.NON_CUSTOM_TYPES` are counted in two more dimensions,
+:data:`CUSTOM_DIMENSIONS`, with events (not page views) as their sorted sets' scores and
+the same per-minute visitor sketches and caps: ``event`` (the type, e.g. ``signup``) and
+``event_prop`` (event name + U+001F + property name + U+001F + the value as
+:func:`footfall.goals.prop_text` writes it; one value per property of the event, properties
+whose name holds U+001F left out, as they could not be told apart when read). Event names and
+property values are attacker-controlled like paths: a minute holds at most ``minute_values``
+of each, the rest is ``(other)``, which no event or property read can attribute. Only the
+built-in types get an ``event:<type>`` field in the counters hash, so that made-up event names
+cannot grow it.
+
+**Engagement.** Engagement reports (type :data:`~footfall.vocabulary.ENGAGEMENT`) add their
+engaged milliseconds (each capped to ``0 .. MAX_ENGAGED_MS``) and one report to the counters
+hash and, per value of :data:`ENGAGEMENT_DIMENSIONS` (``page``: the report's path; ``ref``: its
+referrer label, which is its page view's), to a pair of sorted sets: ``eng`` (reports) decides
+which values hold a place (the same caps), and ``engms`` takes the milliseconds under the same
+value or ``(other)``, so a value's time and reports always go together. No visitors, and no
+scroll depth: a page view's depth is a running maximum, which increments cannot sum (the batch
+layer has it).
+
 Values inside keys come from validated events only (never from query input): the query
 layer checks dimension names against that list and never builds key patterns.
 """
@@ -82,6 +109,10 @@ import zlib
 from dataclasses import dataclass
 
 from footfall.vocabulary import HOUR_VALUES, MINUTE_VALUES
+
+# Dimensions of custom events (counted per event, not per page view) and of engagement reports.
+CUSTOM_DIMENSIONS = ("event", "event_prop")
+ENGAGEMENT_DIMENSIONS = ("page", "ref")
 
 ACTIVE_WINDOW_MS = 5 * 60 * 1000
 HOUR_MS = 3_600_000
@@ -153,6 +184,20 @@ class KeyLayout:
 
     def hour_top(self, site: str, hour: int, dim: str) -> str:
         return f"{PREFIX}:{site}:h{hour}:top:{dim}"
+
+    def engagements(self, site: str, minute: int, dim: str) -> str:
+        """Engagement reports per value of ``dim`` (one of :data:`ENGAGEMENT_DIMENSIONS`)."""
+        return f"{PREFIX}:{site}:{minute}:eng:{dim}"
+
+    def engaged_ms(self, site: str, minute: int, dim: str) -> str:
+        """Engaged milliseconds per value of ``dim``, under the values of :meth:`engagements`."""
+        return f"{PREFIX}:{site}:{minute}:engms:{dim}"
+
+    def hour_engagements(self, site: str, hour: int, dim: str) -> str:
+        return f"{PREFIX}:{site}:h{hour}:eng:{dim}"
+
+    def hour_engaged_ms(self, site: str, hour: int, dim: str) -> str:
+        return f"{PREFIX}:{site}:h{hour}:engms:{dim}"
 
     def active(self, site: str) -> str:
         return f"{PREFIX}:{site}:active"

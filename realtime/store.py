@@ -26,7 +26,7 @@ import redis
 
 from footfall.vocabulary import VALUE_OTHER
 from footfall_capture.events import Event
-from realtime.aggregate import Batch, ValueOp, aggregate
+from realtime.aggregate import AmountOp, Batch, ValueOp, aggregate
 from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MARK_BYTES, VISITOR_CHARS, KeyLayout, fingerprint, shard_of
 
 # ARGV: offsets key, np, np x (field, expected or "", next offset);
@@ -36,6 +36,8 @@ from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MARK_BYTES, VISITOR_CHARS, 
 # "T" key max-score (trim a sorted set of last-seen times) |
 # "W" key cap visitors-prefix expire-at n, n x (incr, value, visitors joined)
 #     (the values of one capped sorted set, see ValueOp; prefix "": no visitors) |
+# "V" key amount-key cap n, n x (incr, amount, value)
+#     (the values of one capped sorted set and their amounts in a second one, see AmountOp) |
 # "M" key stats-key hour (set the hours_from marker once: see realtime.keys)
 # Returns {} when applied, {"offsets", field, recorded, ...} when the shard's offsets differ
 # from the expected ones, {"dups", mark, ...} when some events are marked already.
@@ -109,6 +111,24 @@ while i <= #ARGV do
       end
     end
     i = i + 6 + 3 * n
+  elseif op == 'V' then
+    local key, amounts, cap, n = ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+    local held = nil
+    for j = i + 5, i + 2 + 3 * n, 3 do
+      local incr, value = ARGV[j], ARGV[j + 2]
+      if tonumber(redis.call('ZINCRBY', key, incr, value)) == tonumber(incr) then
+        held = held or redis.call('ZCARD', key) - 1
+        if held >= cap then
+          redis.call('ZREM', key, value)
+          value = '$OTHER'
+          redis.call('ZINCRBY', key, incr, value)
+          held = nil
+        else held = held + 1 end
+      end
+      -- The amount goes where the count went: a value's time and reports stay together.
+      if ARGV[j + 1] ~= '0' then redis.call('ZINCRBY', amounts, ARGV[j + 1], value) end
+    end
+    i = i + 5 + 3 * n
   elseif op == 'H' then redis.call('HINCRBY', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]); i = i + 4
   elseif op == 'P' then redis.call('PFADD', ARGV[i + 1], unpack(split(ARGV[i + 2], VISITOR))); i = i + 3
   elseif op == 'A' then  -- last-seen times: 13-digit milliseconds, then the visitor, repeated
@@ -158,6 +178,14 @@ def _by_set(values: list[ValueOp]) -> list[tuple[str, list[ValueOp]]]:
     groups: dict[str, list[ValueOp]] = {}
     for op in values:
         groups.setdefault(op.top_key, []).append(op)
+    return list(groups.items())
+
+
+def _by_pair(amounts: list[AmountOp]) -> list[tuple[tuple[str, str], list[AmountOp]]]:
+    """Amount operations grouped by their pair of sorted sets, each group in batch order."""
+    groups: dict[tuple[str, str], list[AmountOp]] = {}
+    for op in amounts:
+        groups.setdefault((op.count_key, op.amount_key), []).append(op)
     return list(groups.items())
 
 
@@ -330,6 +358,12 @@ class CounterStore:
                     for k in range(0, max(len(op.visitors), 1), step):
                         entries += [op.pageviews if k == 0 else 0, op.value, op.visitors[k : k + step]]
                 args += ["W", top, first.cap, first.visitors_prefix, first.expire_at, len(entries) // 3, *entries]
+        for (count_key, amount_key), amounts in _by_pair(batch.amounts):
+            for start in range(0, len(amounts), PFADD_CHUNK):
+                chunk = amounts[start : start + PFADD_CHUNK]
+                args += ["V", count_key, amount_key, chunk[0].cap, len(chunk)]
+                for op in chunk:
+                    args += [op.count, op.amount, op.value]
         for key, members in batch.pfadd.items():
             ordered = sorted(members)
             for start in range(0, len(ordered), MARKS_CHUNK):

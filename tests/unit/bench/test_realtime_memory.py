@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from bench.realtime_memory import batches, stack_redis_options, traffic
+from bench.realtime_memory import batches, event_spammed, stack_redis_options, traffic
 from footfall.demo import DemoTraffic
 
 
@@ -16,6 +16,19 @@ def test_spam_pages_and_referrers_are_distinct_and_spread_evenly() -> None:
     assert len({events[i].path for i in spam}) == len({events[i].referrer for i in spam}) == 100
     assert {b - a for a, b in itertools.pairwise(spam)} == {10}
     assert all(events[i].url == f"https://{events[i].host}{events[i].path}" for i in spam)
+
+
+def test_event_spam_names_values_and_engaged_pages_are_distinct() -> None:
+    """The events mix: half its spam custom events of names and property values no other has,
+    half engagement reports on pages and from referrer URLs no other has."""
+    gen = DemoTraffic(site_id="s", visitors=50, seed=1)
+    events = list(traffic(gen, 1_000_000_000_000, 10, 1000, spam=100, spam_event=event_spammed))
+    custom = [e for e in events if e.type.startswith("spam-")]
+    reports = [e for e in events if e.type == "engagement"]
+    assert len(custom) == len(reports) == 50
+    assert len({e.type for e in custom}) == len({e.props["plan"] for e in custom}) == 50
+    assert len({e.path for e in reports}) == len({e.referrer for e in reports}) == 50
+    assert sum(e.type == "pageview" for e in events) == 900
 
 
 def test_traffic_is_in_event_time_order_at_the_rate() -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 
 import msgspec
 
 from footfall.demo import DemoTraffic
-from footfall_capture.events import UserAgent
-from realtime.aggregate import aggregate, dimension_values
+from footfall.vocabulary import MAX_ENGAGED_MS, PROP_SEPARATOR
+from footfall_capture.events import Event, UserAgent
+from realtime.aggregate import aggregate, dimension_values, engaged_ms, event_props
 from realtime.keys import KeyLayout, fingerprint, visitor_member
 
 NOW = 1_763_700_000_000
@@ -98,9 +100,89 @@ def test_bots_are_counted_apart() -> None:
 
 
 def test_custom_events_count_as_events_not_pageviews() -> None:
+    """A custom event adds to events and custom_events, never a hash field of its own name
+    (names are attacker-controlled: they are counted, capped, in the ``event`` dimension)."""
     signup = msgspec.structs.replace(events(1)[0], type="signup")
     fields = {f: v for (_, f), v in aggregate([signup], LAYOUT, NOW).hincr.items()}
-    assert fields == {"events": 1, "event:signup": 1}
+    assert fields == {"events": 1, "custom_events": 1}
+
+
+def test_custom_events_and_their_properties_per_minute_and_hour() -> None:
+    """Each custom event counts once under its name and once per property value (text as
+    prop_text writes it), with its visitor; page views and engagement reports are not custom."""
+    base = events(40)
+    minute = base[0].ts // 60_000
+    customs = [
+        msgspec.structs.replace(e, event_id=str(uuid.uuid4()), ts=minute * 60_000 + i, type=name, props=props)
+        for i, (e, name, props) in enumerate([
+            (base[0], "signup", {"plan": "pro", "seats": 3}),
+            (base[1], "signup", {"plan": "pro", "trial": True}),
+            (base[2], "signup", {"plan": None}),
+            (base[3], "download", None),
+            (base[4], "engagement", {"engaged_ms": 5000}),
+            (base[5], "request", None),
+        ])
+    ]  # fmt: skip
+    agg = aggregate(customs, LAYOUT, NOW)
+    names = {v: n for (k, v), n in agg.zincr.items() if k == LAYOUT.top("demo", minute, "event")}
+    assert names == {"signup": 3, "download": 1}
+    props = {v: n for (k, v), n in agg.zincr.items() if k == LAYOUT.top("demo", minute, "event_prop")}
+    sep = PROP_SEPARATOR
+    assert props == {
+        f"signup{sep}plan{sep}pro": 2, f"signup{sep}seats{sep}3": 1, f"signup{sep}trial{sep}true": 1,
+        f"signup{sep}plan{sep}": 1,
+    }  # fmt: skip
+    hour = minute // 60
+    assert {v: n for (k, v), n in agg.zincr.items() if k == LAYOUT.hour_top("demo", hour, "event")} == names
+    pro = agg.value_visitors[LAYOUT.dim_visitors("demo", minute, "event_prop", f"signup{sep}plan{sep}pro")]
+    assert pro == {visitor_member(base[0].visitor_id), visitor_member(base[1].visitor_id)}
+    fields = {f: v for (k, f), v in agg.hincr.items() if k == LAYOUT.counters("demo", minute)}
+    assert fields["custom_events"] == 4
+    assert fields["event:engagement"] == fields["event:request"] == 1
+    assert not any(f.startswith("event:signup") for f in fields)
+
+
+def test_a_property_name_holding_the_separator_is_left_out() -> None:
+    event = msgspec.structs.replace(events(1)[0], type="x", props={f"a{PROP_SEPARATOR}b": "c", "d": 1})
+    assert event_props(event) == [f"x{PROP_SEPARATOR}d{PROP_SEPARATOR}1"]
+
+
+def report(base: Event, ts: int, ms: object, *, path: str = "/a", ref: str | None = None) -> Event:
+    """An engagement report of ``ms`` engaged milliseconds on ``path``, referred by ``ref`` (a domain)."""
+    return msgspec.structs.replace(
+        base, event_id=str(uuid.uuid4()), ts=ts, type="engagement", path=path, url=f"https://x{path}",
+        referrer=f"https://{ref}/" if ref else None, ref_domain=ref, props={"engaged_ms": ms, "scroll_depth": 40},
+    )  # fmt: skip
+
+
+def test_engaged_time_is_capped_per_report_and_summed_per_page_and_referrer() -> None:
+    """Reports add their engaged ms (each within 0..MAX_ENGAGED_MS, 0 when not a number) and
+    one report, per page and per referrer label, to the minute and the hour; bots' do not."""
+    base = events(1)[0]
+    minute = (NOW - 600_000) // 60_000
+    at = minute * 60_000
+    bot = msgspec.structs.replace(report(base, at, 9000), ua=UserAgent(is_bot=True, device="bot"))
+    batch = [
+        report(base, at + 1, 5000, ref="google.com"),
+        report(base, at + 2, 10 * MAX_ENGAGED_MS, ref="google.com"),
+        report(base, at + 3, -50, path="/b"),
+        report(base, at + 4, "soon", path="/b"),
+        report(base, at + 5, 1234.9, path="/b", ref="t.co"),
+        bot,
+    ]
+    agg = aggregate(batch, LAYOUT, NOW)
+    fields = {f: v for (k, f), v in agg.hincr.items() if k == LAYOUT.counters("demo", minute)}
+    assert (fields["engagements"], fields["engaged_ms"]) == (5, 5000 + MAX_ENGAGED_MS + 1234)
+    assert "custom_events" not in fields
+    pages = {v: n for (k, v), n in agg.engaged.items() if k == LAYOUT.engagements("demo", minute, "page")}
+    assert pages == {"/a": (2, 5000 + MAX_ENGAGED_MS), "/b": (3, 1234)}
+    refs = {v: n for (k, v), n in agg.engaged.items() if k == LAYOUT.hour_engagements("demo", minute // 60, "ref")}
+    assert refs == {"google.com": (2, 5000 + MAX_ENGAGED_MS), "(direct)": (2, 0), "t.co": (1, 1234)}
+    assert not agg.zincr  # no page views, no custom events
+    assert {op.amount_key for op in agg.amounts} <= set(agg.expire_at)
+    again = aggregate(list(reversed(batch)), LAYOUT, NOW)
+    assert again.engaged == agg.engaged
+    assert engaged_ms(msgspec.structs.replace(base, props={"engaged_ms": True})) == 0
 
 
 def test_dimension_values_of_a_direct_visit() -> None:
