@@ -38,6 +38,7 @@ from query.params import MAX_LIMIT, Filter, Range
 from query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
 from query.realtime import RealtimeQueries, Row
 from query.settled_cache import SettledCache
+from realtime.keys import ENGAGEMENT_DIMENSIONS
 from realtime.trends import Rising
 
 R = TypeVar("R")
@@ -324,6 +325,13 @@ class QueryService:
         rankings: list[tuple[Piece, dict[str, tuple[str, int]]]] = []
         if realtime and dim in SESSION_DIMENSIONS:
             notes.append(f"{dim} needs sessions, which only the nightly rollup builds: recent days are not included")
+        elif realtime and dim in CUSTOM_EVENT_DIMENSIONS:
+            for p in realtime:
+                for row in self.rt.custom_events(site.site_id, ms(p.start), ms(p.end), REALTIME_TOP):
+                    sums = merged.setdefault(row.value, history.Sums())
+                    sums.events += row.events
+                    sums.visitors += row.visitors
+            notes.append(f"realtime part: the top {REALTIME_TOP} event names of each period")
         elif realtime and dim in EVENT_DIMENSIONS:
             rankings = [(p, self._realtime_ranking(site.site_id, dim, p, ref, path)) for p in realtime]
             for _, ranking in rankings:
@@ -340,6 +348,10 @@ class QueryService:
         if rankings and chosen:
             redis_dim = "refpage" if ref is not None or path is not None else dim
             self._add_realtime_visitors(site.site_id, redis_dim, rankings, chosen)
+        if realtime and chosen and dim in ENGAGEMENT_DIMENSIONS and ref is None and path is None:
+            self._add_realtime_engagement(site.site_id, dim, realtime, chosen)
+            if "scroll_depth" in metrics:
+                notes.append("scroll_depth covers the settled days only: the speed layer does not keep it")
         return {
             "site_id": site.site_id,
             "from": _iso(rng.start),
@@ -367,6 +379,18 @@ class QueryService:
             ranked = self.rt.ranking(site_id, "refpage", start, end, REALTIME_TOP)
             return {m.removesuffix(suffix): (m, pv) for m, pv in ranked if m.endswith(suffix)}
         return {value: (value, pv) for value, pv in self.rt.ranking(site_id, dim, start, end, REALTIME_TOP)}
+
+    def _add_realtime_engagement(
+        self, site_id: str, dim: str, pieces: list[Piece], chosen: list[tuple[str, history.Sums]]
+    ) -> None:
+        """Add each realtime piece's engaged time and reports to the rows shown."""
+        values = [value for value, _ in chosen]
+        for p in pieces:
+            found = self.rt.engagement(site_id, dim, ms(p.start), ms(p.end), values)
+            for value, sums in chosen:
+                if (got := found.get(value)) is not None:
+                    sums.engaged_ms += got.engaged_ms
+                    sums.engagements += got.reports
 
     def _add_realtime_visitors(
         self,
@@ -427,10 +451,10 @@ class QueryService:
         self, site_id: str, event: str, prop: str, pieces: list[Piece], merged: dict[str, history.Sums]
     ) -> None:
         for p in pieces:
-            for value, events, visitors in self.rt.event_properties(site_id, event, prop, ms(p.start), ms(p.end)):
-                sums = merged.setdefault(value, history.Sums())
-                sums.events += events
-                sums.visitors += visitors
+            for row in self.rt.event_properties(site_id, event, prop, ms(p.start), ms(p.end), REALTIME_TOP):
+                sums = merged.setdefault(row.value, history.Sums())
+                sums.events += row.events
+                sums.visitors += row.visitors
 
     # -- goals ---------------------------------------------------------------------------
 
@@ -450,9 +474,9 @@ class QueryService:
         counts = {g.goal_id: list(batch.get(g.goal_id, (0, 0))) for g in goals}
         for p in pieces:
             if p.source == "realtime" and goals:
-                for goal_id, (events, visitors) in self.rt.goal_counts(sid, goals, ms(p.start), ms(p.end)).items():
-                    counts[goal_id][0] += events
-                    counts[goal_id][1] += visitors
+                for goal_id, got in self.rt.goal_counts(sid, goals, ms(p.start), ms(p.end)).items():
+                    counts[goal_id][0] += got.conversions
+                    counts[goal_id][1] += got.visitors
         total = self._totals(site, pieces, self._daily(site, settled, days))["visitors"]
         notes = [self._visitor_note(pieces, rng)]
         for g in goals:

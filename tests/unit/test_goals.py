@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import re
+from fnmatch import fnmatchcase
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -29,6 +31,16 @@ def test_page_patterns(pattern: str, path: str, hit: bool) -> None:
     goal = GoalSpec("1", "page", path=pattern)
     assert goal.matches("pageview", path, None) is hit
     assert goal.matches("signup", path, None) is False  # only page views reach page goals
+
+
+def test_patterns_match_as_globs() -> None:
+    # The atomic-group form must answer as a plain glob match on every input.
+    rng = random.Random(7)
+    for _ in range(3000):
+        pattern = "/" + "".join(rng.choice("ab*/") for _ in range(rng.randrange(0, 7)))
+        path = "/" + "".join(rng.choice("ab/\n") for _ in range(rng.randrange(0, 9)))
+        goal = GoalSpec("1", "page", path=pattern)
+        assert goal.matches("pageview", path, None) is fnmatchcase(path, pattern), (pattern, path)
 
 
 def test_patterns_read_alike_in_java_syntax() -> None:
