@@ -17,7 +17,13 @@ from footfall.models import ApiKey
 from historical.store import BREAKDOWNS, RUNS, connect
 from tests.integration.api.conftest import SiteKey, make_site
 
-FILL = {"dimension": "pages", "ref_domain": "news.ycombinator.com", "page_path": "pricing"}
+FILL = {
+    "dimension": "pages",
+    "ref_domain": "news.ycombinator.com",
+    "page_path": "pricing",
+    "event": "signup",
+    "prop": "plan",
+}
 INJECTIONS = ['{"$gt": ""}', "$where", "this.a == 1", "a.b", "$ne", "';return true;//", "\x00", "../../x", "%24gt"]
 
 
