@@ -187,6 +187,26 @@ class FunnelsView(SiteView):
 
 class FunnelView(SiteView):
     @extend_schema(
+        summary="A funnel's steps over a range",
+        description=(
+            "Per step: visitors reaching it (distinct per day, summed over the days), conversion from the "
+            "step before and from the first, and the median time from the step before (exact for one day; "
+            "for several days interpolated in the days' summed histogram: `median_estimated`). Counted by "
+            "the nightly rollup only: days not settled yet are named in `sources.notes`."
+        ),
+        parameters=[SITE, OpenApiParameter("funnel_id", OpenApiTypes.INT, OpenApiParameter.PATH), FROM, TO, TZ],
+        responses={200: s.FunnelReportSerializer, **ERRORS},
+    )
+    def get(self, request: Request, site_id: str, funnel_id: int) -> Response:
+        funnel = Funnel.objects.filter(site_id=site_id, pk=funnel_id).first()
+        if funnel is None:
+            raise Http404("no such funnel")
+        q = self.params(request)
+        site = self.site(request)
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        return Response(get_service().funnel(site, funnel.spec(), rng))
+
+    @extend_schema(
         summary="Delete a funnel",
         description="Needs a key with the manage scope.",
         parameters=[SITE, OpenApiParameter("funnel_id", OpenApiTypes.INT, OpenApiParameter.PATH)],

@@ -254,3 +254,31 @@ class EventPropertiesSerializer(serializers.Serializer):
         fields = super().get_fields()
         fields["from"] = fields.pop("from_")
         return fields
+
+
+class FunnelStepResultSerializer(serializers.Serializer):
+    goal_id = serializers.CharField()
+    name = serializers.CharField()
+    visitors = serializers.IntegerField()
+    conversion_from_previous = serializers.FloatField(allow_null=True)
+    conversion_from_first = serializers.FloatField(allow_null=True)
+    median_ms_from_previous = serializers.FloatField(allow_null=True)
+    median_estimated = serializers.BooleanField()
+
+
+class FunnelReportSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    funnel_id = serializers.CharField()
+    name = serializers.CharField()
+    window_minutes = serializers.IntegerField()
+    strict = serializers.BooleanField()
+    from_ = serializers.DateTimeField()
+    to = serializers.DateTimeField()
+    tz = serializers.CharField()
+    steps = FunnelStepResultSerializer(many=True)
+    sources = SourcesSerializer()
+
+    def get_fields(self) -> dict:
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
 
-from footfall.goals import GoalSpec
+from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import (
     CUSTOM_EVENT_DIMENSIONS,
     EVENT_DIMENSIONS,
@@ -502,6 +502,59 @@ class QueryService:
             "tz": rng.tz.key,
             "visitors": total,
             "results": results,
+            "sources": self._sources(pieces, settled, notes),
+        }
+
+    # -- funnels -------------------------------------------------------------------------
+
+    def funnel(self, site: SiteInfo, spec: FunnelSpec, rng: Range) -> dict[str, object]:
+        """Funnel ``spec`` over the settled days of the range: visitors per step, conversion
+        from the step before and from the first, median time from the step before.
+
+        Only the nightly rollup counts funnels (docs/reports.md): days not settled are named
+        in the notes, never estimated. Each day counts its own visitors (ids rotate daily),
+        and a range sums the days; a range's median comes from the days' summed histograms
+        unless one day alone had visitors at the step."""
+        settled = self._settlement(site, rng.start)
+        pieces = self._pieces(site, rng.start, rng.end, settled)
+        days = _batch_days(pieces)
+        sid = site.site_id
+        found = self._settled_read(
+            settled, ("funnel", sid, spec.funnel_id), days, lambda: history.funnel(self.db, sid, spec.funnel_id, days)
+        )
+        notes = [f"visitors: {VISITORS_DAILY_SUM if len(days) > 1 else VISITORS_EXACT}"]
+        unsettled = sorted({p.day for p in pieces if p.source != "batch" and p.day})
+        if unsettled or any(p.source != "batch" and not p.day for p in pieces):
+            notes.append("funnels are counted by the nightly rollup only: the part of the range not settled yet "
+                         "(today, and days not rolled up) is not included")  # fmt: skip
+        counted = set(found.days) if found else set()
+        if days - counted:
+            notes.append(f"{len(days - counted)} settled day(s) were rolled up before this funnel existed: "
+                         "roll them up again to count it")  # fmt: skip
+        steps = []
+        first = None
+        for index, goal in enumerate(spec.steps):
+            step = found.steps[index] if found and index < len(found.steps) else None
+            visitors = step.visitors if step else 0
+            first = visitors if index == 0 else first
+            before = steps[-1]["visitors"] if steps else None
+            steps.append({
+                "goal_id": goal.goal_id, "name": goal.name, "visitors": visitors,
+                "conversion_from_previous": round(visitors / before, 6) if index and before else None,
+                "conversion_from_first": round(visitors / first, 6) if index and first else None,
+                "median_ms_from_previous": step.median_ms if index and step else None,
+                "median_estimated": bool(step and step.median_estimated),
+            })  # fmt: skip
+        return {
+            "site_id": sid,
+            "funnel_id": spec.funnel_id,
+            "name": spec.name,
+            "window_minutes": spec.window_minutes,
+            "strict": spec.strict,
+            "from": _iso(rng.start),
+            "to": _iso(rng.end),
+            "tz": rng.tz.key,
+            "steps": steps,
             "sources": self._sources(pieces, settled, notes),
         }
 

@@ -30,7 +30,8 @@ INJECTIONS = ['{"$gt": ""}', "$where", "this.a == 1", "a.b", "$ne", "';return tr
 def site_paths() -> list[str]:
     """Every per-site GET endpoint of the OpenAPI schema, with ``{site_id}`` left to fill."""
     schema = SchemaGenerator().get_schema(request=None, public=True)
-    paths = [path for path, ops in schema["paths"].items() if "{site_id}" in path and "get" in ops]
+    # A funnel's report needs a funnel of the site: its access is tested in test_goals_api.
+    paths = [p for p, ops in schema["paths"].items() if "{site_id}" in p and "get" in ops and "{funnel_id}" not in p]
     assert len(paths) >= 6, paths
     return [path.format_map({**FILL, "site_id": "{site_id}"}).removeprefix("/api/v1/") for path in paths]
 
