@@ -18,7 +18,8 @@ What is counted (documented for users in ``docs/reports.md``):
 * Per visitor and day the *best* attempt counts: the one reaching the furthest step, of those
   the earliest started. An attempt belongs to the local day of its first step, even when later
   steps happen after midnight. Visitor ids rotate with the daily salt, so this only happens
-  when the salt rotates at another hour than the site's midnight (a site not in UTC).
+  when the salt rotates later than the site's midnight: the ``daily`` policy (00:00 UTC) for a
+  site east of UTC. The job reads the UTC date after the last day, which covers that.
 * Step visitors are distinct visitors of that day; events without a ``visitor_id`` are each a
   visitor of their own (so they can only reach step 1). A range of days sums daily visitors:
   someone returning another day is a new visitor, as for every visitor count in
@@ -28,7 +29,7 @@ What is counted (documented for users in ``docs/reports.md``):
   :data:`footfall.goals.FUNNEL_TIME_BOUNDS_MS` from which the query layer estimates the median
   of a range of days.
 
-Algorithm (built-in Spark SQL functions only, no Python UDFs; linear per visitor):
+Algorithm (built-in Spark SQL functions only, no Python UDFs; no rescan per attempt):
 
 1. Number each visitor's sessions with a running sum over their funnel events.
 2. Give every event one row per funnel of its site, with a bit mask of the steps it matches
@@ -40,7 +41,7 @@ Algorithm (built-in Spark SQL functions only, no Python UDFs; linear per visitor
 4. Collect each (funnel, visitor)'s rows into one array sorted by ``(ts, event_id)``. For
    every row matching step 1, ``aggregate`` over the steps follows those pointers (strict:
    the very next row) while the window or session holds: constant work per step, so a
-   visitor with n rows and s starts costs O(n + s * steps), not O(n * s).
+   visitor with n rows and s starts costs two sorts of n plus O(s * steps), not O(n * s).
 5. Keep each visitor's best attempt per start day, expand it into one row per step, and
    count, take medians and build histograms per (site, day, funnel, step).
 """
