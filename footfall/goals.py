@@ -30,6 +30,14 @@ EVENT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")  # as the 
 MAX_PATTERN: Final = 512
 
 
+# Bucket bounds (ms) of the histogram of times between two funnel steps: 41 bounds, geometric
+# from 1 s to 7 days (each about 1.395 times the one before), so a range of days can give a
+# median from summed histograms. Bucket 0 holds times under 1 s, bucket i (1 to 40) times in
+# [bounds[i-1], bounds[i]), bucket 41 times of 7 days or more. Stored histograms are lists of
+# len(bounds) + 1 counts in this order: never change these bounds without re-rolling history.
+FUNNEL_TIME_BOUNDS_MS: Final[tuple[int, ...]] = tuple(round(1000 * 604_800 ** (k / 40)) for k in range(41))
+
+
 class DefinitionError(ValueError):
     """A goal or funnel definition that cannot be matched; names the field at fault."""
 

@@ -17,12 +17,14 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from archive.spark_conf import archive_spark_conf, spark_properties_file
 from footfall.config import Config
+from footfall.goals import FunnelSpec
 from footfall.models import Site
 from historical.signals import rollup_finished
 from historical.store import MONGO_URL_VARIABLE, connect, has_clock_change, legacy_hour_days
@@ -51,6 +53,21 @@ def site_zones(site_ids: Sequence[str] | None = None) -> dict[str, str]:
     return zones
 
 
+@contextlib.contextmanager
+def funnels_file(funnels: Mapping[str, Sequence[FunnelSpec]] | None) -> Iterator[Path | None]:
+    """A temporary file holding ``funnels`` as the job's ``--funnels @file`` reads them (None
+    without any funnel): one argument may hold only 128 KiB on Linux, less than many sites'
+    funnels take. The job's driver runs here (client mode), so it reads the file here."""
+    if not funnels:
+        yield None
+        return
+    data = {site: [spec.to_json() for spec in specs] for site, specs in sorted(funnels.items())}
+    with tempfile.TemporaryDirectory(prefix="footfall-funnels-") as tmp:
+        path = Path(tmp) / "funnels.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        yield path
+
+
 def spark_submit_command(
     cfg: Config,
     master: str,
@@ -58,10 +75,12 @@ def spark_submit_command(
     last: dt.date,
     zones: dict[str, str],
     properties_file: Path | None = None,
+    funnels_path: Path | None = None,
 ) -> list[str]:
     submit = Path(sys.executable).parent / "spark-submit"
     # Settings holding secrets (the archive's keys) come in a 0600 file, never as arguments.
     properties = ["--properties-file", str(properties_file)] if properties_file else []
+    funnels = ["--funnels", f"@{funnels_path}"] if funnels_path else []
     return [
         str(submit), "--master", master, *properties,
         "--conf", "spark.ui.enabled=false",
@@ -74,6 +93,7 @@ def spark_submit_command(
         "--sites", json.dumps(zones),
         "--archive-url", cfg.archive_url,
         "--mongo-db", cfg.mongo_db,
+        *funnels,
     ]  # fmt: skip
 
 
@@ -90,17 +110,22 @@ def run_rollup(
     site_ids: Sequence[str] | None = None,
     master: str | None = None,
     on_day: Callable[[str, str], None] = lambda site, day: None,
+    funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
 ) -> RollupResult:
-    """Roll up ``[first, last]`` (local days) for the sites, then announce the days loaded."""
+    """Roll up ``[first, last]`` (local days) for the sites, then announce the days loaded.
+
+    ``funnels``: each site's funnels, all of them: the days rolled up get a funnel document for
+    each and lose those of funnels not given (None: no funnels)."""
     if last < first:
         raise ValueError("the last day is before the first")
     zones = site_zones(site_ids)
     result = RollupResult()
     if not zones:
         return result
-    with spark_properties_file(archive_spark_conf(cfg)) as properties:
-        return _run_job(cfg, spark_submit_command(cfg, master or cfg.spark_master, first, last, zones, properties),
-                        spark_submit_env(cfg), zones, on_day)  # fmt: skip
+    wanted = {site: specs for site, specs in (funnels or {}).items() if site in zones}
+    with spark_properties_file(archive_spark_conf(cfg)) as properties, funnels_file(wanted) as funnels_path:
+        command = spark_submit_command(cfg, master or cfg.spark_master, first, last, zones, properties, funnels_path)
+        return _run_job(cfg, command, spark_submit_env(cfg), zones, on_day)
 
 
 def _run_job(

@@ -11,6 +11,9 @@ collection             ``_id`` (deterministic)                    content
                        ``site|day|2026-10-25T01:00Z``
 ``rollup_breakdowns``  ``site|day|dimension|sha1(value)``         per dimension value (pages,
                                                                   referrers, referrer→page, UTM, ...)
+``rollup_funnels``     ``site|day|funnel_id``                     per funnel: ``name``, ``steps`` (per
+                                                                  step ``visitors``, ``median_ms``,
+                                                                  ``times_ms``: see below)
 ``batch_runs``         ``site|day``                               what was rolled up, from how many
                                                                   events, when: the batch watermark;
                                                                   ``generation`` new at every load
@@ -26,6 +29,14 @@ on days without a clock change, where each is exactly one bucket; days with a ch
 still hold them are re-rolled by ``manage.py rollup --legacy-hours`` (the archive is the
 master dataset; re-rolling a day replaces its documents).
 
+A funnel document holds the attempts that started on its day (:mod:`spark_jobs.funnels`):
+``steps[k]`` is step k+1 with ``visitors`` (distinct visitors whose best attempt of the day
+reached it), ``median_ms`` (exact median time from the step before, null for the first step
+and for steps nobody reached) and ``times_ms`` (those times as counts per bucket of
+:data:`footfall.goals.FUNNEL_TIME_BOUNDS_MS`). Every funnel the job was given for the site has
+a document for every day rolled up, zeros included; a funnel no longer given disappears from
+the days rolled up again.
+
 Loading a day *replaces* it:
 every document is written with a deterministic ``_id`` (``ReplaceOne`` upsert), then the
 day's documents not in the new set are deleted, then ``batch_runs`` is written last. The
@@ -40,7 +51,7 @@ import datetime as dt
 import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 import pymongo
@@ -62,6 +73,7 @@ DAILY, HOURLY, BREAKDOWNS, RUNS, RECONCILIATION = (
     "batch_runs",
     "reconciliation",
 )
+FUNNELS = "rollup_funnels"
 # Statements per bulk write. FerretDB 1.x (a Mongo-wire server some users run, and the local
 # stack's until 2026-11-24) keeps every update statement's cursor open until the whole command
 # ends, each holding one of its 100 SQLite connections; a command replacing more than ~100
@@ -102,6 +114,10 @@ def breakdown_id(site: str, day: str, dimension: str, value: str) -> str:
     return f"{site}|{day}|{dimension}|{hashlib.sha1(value.encode()).hexdigest()}"  # noqa: S324 - an id, not security
 
 
+def funnel_doc_id(site: str, day: str, funnel: str) -> str:
+    return f"{site}|{day}|{funnel}"
+
+
 def ensure_indexes(db: Database) -> None:
     """Indexes for every query path of the API (idempotent)."""
     db[DAILY].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
@@ -114,6 +130,8 @@ def ensure_indexes(db: Database) -> None:
         [("site_id", ASCENDING), ("dimension", ASCENDING), ("page", ASCENDING), ("day", ASCENDING)]
     )
     db[BREAKDOWNS].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
+    db[FUNNELS].create_index([("site_id", ASCENDING), ("funnel_id", ASCENDING), ("day", ASCENDING)])
+    db[FUNNELS].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
     db[RUNS].create_index([("site_id", ASCENDING), ("day", DESCENDING)])
 
 
@@ -127,9 +145,10 @@ class DayDocuments:
     hourly: list[dict[str, object]]
     breakdowns: list[dict[str, object]]
     run: dict[str, object]
+    funnels: list[dict[str, object]] = field(default_factory=list)  # each with its funnel_id
 
 
-def _with_ids(day: DayDocuments) -> tuple[dict, list[dict], list[dict]]:
+def _with_ids(day: DayDocuments) -> tuple[dict, list[dict], list[dict], list[dict]]:
     daily = {"_id": daily_id(day.site_id, day.day), "site_id": day.site_id, "day": day.day, **day.daily}
     hourly = [
         {"_id": hourly_id(day.site_id, day.day, int(h["start_ms"])), "site_id": day.site_id, "day": day.day, **h}
@@ -144,15 +163,19 @@ def _with_ids(day: DayDocuments) -> tuple[dict, list[dict], list[dict]]:
         }
         for b in day.breakdowns
     ]
-    return daily, hourly, breakdowns
+    funnels = [
+        {"_id": funnel_doc_id(day.site_id, day.day, str(f["funnel_id"])), "site_id": day.site_id, "day": day.day, **f}
+        for f in day.funnels
+    ]
+    return daily, hourly, breakdowns, funnels
 
 
 def load_day(db: Database, day: DayDocuments) -> dict[str, int]:
     """Replace ``day``'s documents (see the module docstring); return counts written/removed."""
-    daily, hourly, breakdowns = _with_ids(day)
+    daily, hourly, breakdowns, funnels = _with_ids(day)
     scope = {"site_id": day.site_id, "day": day.day}
     written = removed = 0
-    for name, docs in ((DAILY, [daily]), (HOURLY, hourly), (BREAKDOWNS, breakdowns)):
+    for name, docs in ((DAILY, [daily]), (HOURLY, hourly), (BREAKDOWNS, breakdowns), (FUNNELS, funnels)):
         coll = db[name]
         for start in range(0, len(docs), BULK):
             ops = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in docs[start : start + BULK]]
@@ -209,7 +232,8 @@ def documents(db: Database, site: str, days: Iterable[str]) -> dict[str, list[di
     """Every rollup document of ``site`` for ``days``, sorted by ``_id`` (for comparisons)."""
     days = list(days)
     query = {"site_id": site, "day": {"$in": days}}
-    return {name: sorted(db[name].find(query), key=lambda d: d["_id"]) for name in (DAILY, HOURLY, BREAKDOWNS)}
+    names = (DAILY, HOURLY, BREAKDOWNS, FUNNELS)
+    return {name: sorted(db[name].find(query), key=lambda d: d["_id"]) for name in names}
 
 
 def connect(url: str, name: str) -> tuple[pymongo.MongoClient, Database]:

@@ -9,14 +9,15 @@ equality on a fixed field — never as a field name or an operator.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
 
+from footfall.goals import FUNNEL_TIME_BOUNDS_MS
 from historical.buckets import ms
-from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, has_clock_change
+from historical.store import BREAKDOWNS, DAILY, FUNNELS, HOURLY, RUNS, has_clock_change
 
 Totals = dict[str, float]
 
@@ -187,3 +188,94 @@ def event_properties(db: Database, site: str, event: str, prop: str, days: Itera
     for doc in db[BREAKDOWNS].find(query, {"prop_value": 1, "events": 1, "visitors": 1}):
         out.setdefault(doc["prop_value"], Sums()).add(doc)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class FunnelStep:
+    """One step of a funnel over some days: ``visitors`` summed over the days (a visitor
+    returning on another day counts again), the median time from the step before (None for
+    step 1 and when nobody reached the step) and the summed histogram of those times."""
+
+    visitors: int
+    median_ms: float | None
+    # True when the median is estimated from the histogram (several days had visitors at the
+    # step); False when it is one day's exact median.
+    median_estimated: bool
+    times_ms: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FunnelHistory:
+    """A funnel over the settled days that have its documents (``days``, oldest first)."""
+
+    funnel_id: str
+    name: str
+    days: tuple[str, ...]
+    steps: tuple[FunnelStep, ...]
+
+
+def histogram_median(counts: Sequence[int], bounds: Sequence[int] = FUNNEL_TIME_BOUNDS_MS) -> float | None:
+    """The median of the times counted in ``counts`` (per bucket of ``bounds``, as the rollup
+    stores them), None when there are none.
+
+    The middle position (half the count) is found in its bucket and interpolated linearly
+    between the bucket's bounds (bucket 0 spans 0 to the first bound); in the open last
+    bucket the estimate is its lower bound. The true median lies in the same bucket, so the
+    error is at most the bucket's width (about 40 % of its lower bound)."""
+    if len(counts) != len(bounds) + 1:
+        raise ValueError(f"a histogram has {len(bounds) + 1} counts, got {len(counts)}")
+    total = sum(counts)
+    if total == 0:
+        return None
+    middle, below = total / 2, 0
+    for index, count in enumerate(counts):
+        if count and below + count >= middle:
+            if index == len(bounds):
+                return float(bounds[-1])
+            low = 0 if index == 0 else bounds[index - 1]
+            return low + (middle - below) / count * (bounds[index] - low)
+        below += count
+    raise AssertionError("unreachable: the counts add up to total")
+
+
+def merge_funnel(docs: Iterable[Mapping]) -> FunnelHistory:
+    """One funnel's daily documents (``rollup_funnels``, at least one) as one answer.
+
+    Step visitors and histograms are summed. A step's median is the exact daily median when
+    one day alone had visitors at it, else :func:`histogram_median` of the summed histogram.
+    The steps and the name are those of the latest day's document (the funnel as last rolled
+    up); an older day whose definition had fewer steps adds nothing to the extra ones."""
+    ordered = sorted(docs, key=lambda d: d["day"])
+    if not ordered:
+        raise ValueError("no funnel documents to merge")
+    latest = ordered[-1]
+    width = len(FUNNEL_TIME_BOUNDS_MS) + 1
+    steps = []
+    for index in range(len(latest["steps"])):
+        visitors, times = 0, [0] * width
+        exact: list[float | None] = []
+        for doc in ordered:
+            if index >= len(doc["steps"]):
+                continue
+            step = doc["steps"][index]
+            if step["visitors"]:
+                visitors += int(step["visitors"])
+                exact.append(step["median_ms"])
+                times = [a + int(b) for a, b in zip(times, step["times_ms"], strict=True)]
+        if len(exact) == 1:
+            steps.append(FunnelStep(visitors, exact[0], False, tuple(times)))
+        else:
+            steps.append(FunnelStep(visitors, histogram_median(times), len(exact) > 1 and index > 0, tuple(times)))
+    days = tuple(doc["day"] for doc in ordered)
+    return FunnelHistory(str(latest["funnel_id"]), str(latest.get("name") or ""), days, tuple(steps))
+
+
+def funnel(db: Database, site: str, funnel_id: str, days: Iterable[str]) -> FunnelHistory | None:
+    """Funnel ``funnel_id`` of ``site`` over the settled ``days`` (see :func:`merge_funnel`);
+    None when none of them has its document (not rolled up with this funnel yet)."""
+    days = sorted(set(days))
+    if not days:
+        return None
+    query = {"site_id": site, "funnel_id": str(funnel_id), "day": {"$in": days}}
+    docs = list(db[FUNNELS].find(query, {"day": 1, "funnel_id": 1, "name": 1, "steps": 1}))
+    return merge_funnel(docs) if docs else None

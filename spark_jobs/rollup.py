@@ -3,10 +3,13 @@
 Run through ``manage.py rollup`` (which passes the sites and their time zones), or directly::
 
     spark-submit --master spark://host:7077 spark_jobs/rollup.py --from 2026-11-01 --to 2026-11-07 \\
-        --sites '{"demo": "Europe/Berlin"}' --archive-url file:///data/archive --mongo-db footfall
+        --sites '{"demo": "Europe/Berlin"}' --archive-url file:///data/archive --mongo-db footfall \\
+        --funnels '{"demo": [{"funnel_id": "7", "steps": [...]}]}'
 
 with MongoDB's URL in the environment variable ``FOOTFALL_ROLLUP_MONGO_URL`` (a password in
-an argument would show in every local user's ``ps``).
+an argument would show in every local user's ``ps``). ``--funnels`` gives each site's funnels
+as :meth:`footfall.goals.FunnelSpec.to_json` writes them, or ``@path`` of a file holding that
+JSON; a site left out has none, and its funnel documents of the days rolled up are removed.
 
 * extract: :func:`archive.reader.read_events`, the archive's events of the requested local days
   (and the evening before, so sessions starting then are whole);
@@ -26,12 +29,14 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from archive.reader import read_events
+from footfall.goals import FUNNEL_TIME_BOUNDS_MS, DefinitionError, FunnelSpec
 from historical.buckets import span_transitions
 from historical.store import MONGO_URL_VARIABLE, DayDocuments, connect, ensure_indexes, hour_document, load_day
 from spark_jobs.transforms import localize, rollup
@@ -61,6 +66,50 @@ def _rows(df: DataFrame, drop: Iterable[str] = ("site_id", "day")) -> Iterable[d
         yield data["site_id"], data["day"], _round({k: v for k, v in data.items() if k not in drop})
 
 
+def parse_funnels(text: str) -> dict[str, list[FunnelSpec]]:
+    """The ``--funnels`` argument: JSON ``{"site_id": [FunnelSpec JSON, ...]}``, or ``@path`` of
+    a file holding it (a long list would not fit one argument). Raises ValueError saying what
+    is wrong."""
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text(encoding="utf-8")
+    data = json.loads(text)
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise ValueError('expected {"site_id": [funnel, ...], ...}')
+    out: dict[str, list[FunnelSpec]] = {}
+    for site, specs in data.items():
+        if not all(isinstance(spec, dict) for spec in specs):
+            raise ValueError(f"site {site!r}: every funnel must be a JSON object")
+        try:
+            out[site] = [FunnelSpec.from_json(spec) for spec in specs]
+        except (DefinitionError, TypeError, ValueError) as exc:
+            raise ValueError(f"site {site!r}: {exc}") from exc
+    return out
+
+
+def _zero_step() -> dict[str, object]:
+    return {"visitors": 0, "median_ms": None, "times_ms": [0] * (len(FUNNEL_TIME_BOUNDS_MS) + 1)}
+
+
+def funnel_documents(specs: Sequence[FunnelSpec], rows: Mapping[str, Mapping[int, dict]]) -> list[dict[str, object]]:
+    """One document body per funnel of ``specs`` for one site and day: ``rows`` are the
+    transform's step rows of that site and day by funnel id and step; a funnel or step without
+    a row (nobody started it that day) has zeros."""
+    docs = []
+    for spec in specs:
+        steps = rows.get(spec.funnel_id, {})
+        docs.append(
+            {
+                "funnel_id": spec.funnel_id,
+                "name": spec.name,
+                "steps": [
+                    {k: steps[n][k] for k in ("visitors", "median_ms", "times_ms")} if n in steps else _zero_step()
+                    for n in range(1, len(spec.steps) + 1)
+                ],
+            }
+        )
+    return docs
+
+
 ZERO_DAY = {
     "pageviews": 0, "visitors": 0, "sessions": 0, "bounces": 0, "bounce_rate": 0.0, "visit_duration_s": 0.0,
     "events": 0, "bot_events": 0, "custom_events": 0,
@@ -68,12 +117,21 @@ ZERO_DAY = {
 
 
 def transform_and_load(
-    spark: SparkSession, events: DataFrame, site_tz: dict[str, str], days: Sequence[str], mongo_url: str, mongo_db: str
+    spark: SparkSession,
+    events: DataFrame,
+    site_tz: dict[str, str],
+    days: Sequence[str],
+    mongo_url: str,
+    mongo_db: str,
+    funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
 ) -> list[tuple[str, str, int]]:
-    """Roll up ``days`` for every site of ``site_tz``; return (site, day, events read) per day loaded."""
+    """Roll up ``days`` for every site of ``site_tz``; return (site, day, events read) per day loaded.
+
+    ``funnels``: each site's funnels (a site left out has none)."""
     tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
-    result = rollup(events, tz_df, list(days), changes)
+    funnels = {site: list(specs) for site, specs in (funnels or {}).items() if site in site_tz}
+    result = rollup(events, tz_df, list(days), changes, funnels=funnels)
     # Rows read per local day before dedup: the run record says what the figures came from.
     counted = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
     read = {(r["site_id"], r["day"]): r["count"] for r in counted.collect()}
@@ -85,6 +143,9 @@ def transform_and_load(
     breakdowns: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for s, d, row in _rows(result["breakdowns"]):
         breakdowns[(s, d)].append(row)
+    steps: dict[tuple[str, str], dict[str, dict[int, dict]]] = defaultdict(lambda: defaultdict(dict))
+    for s, d, row in _rows(result["funnels"]):
+        steps[(s, d)][str(row["funnel_id"])][int(row["step"])] = row  # type: ignore[call-overload]
 
     client, db = connect(mongo_url, mongo_db)
     ensure_indexes(db)
@@ -102,7 +163,11 @@ def transform_and_load(
                     "computed_at": dt.datetime.now(dt.UTC),
                     "spark_master": spark.sparkContext.master,
                 }
-                load_day(db, DayDocuments(site, day, stats, hourly.get(key, []), breakdowns.get(key, []), run))
+                documents = DayDocuments(
+                    site, day, stats, hourly.get(key, []), breakdowns.get(key, []), run,
+                    funnels=funnel_documents(funnels.get(site, []), steps.get(key, {})),
+                )  # fmt: skip
+                load_day(db, documents)
                 loaded.append((site, day, run["events_read"]))
                 print(f"progress {site} {day}", flush=True)
     finally:
@@ -118,6 +183,7 @@ def run(
     archive_url: str,
     mongo_url: str,
     mongo_db: str,
+    funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
 ) -> list[tuple[str, str, int]]:
     """Extract, transform and load every day of ``[first, last]`` in chunks."""
     days = day_range(first, last)
@@ -127,7 +193,7 @@ def run(
         # Cached: the daily, hourly, breakdown and run-count outputs all start from these rows.
         events = read_events(spark, archive_url, sorted(site_tz), chunk).persist()
         try:
-            loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db)
+            loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, funnels)
         finally:
             events.unpersist()
     return loaded
@@ -141,9 +207,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--archive-url", required=True)
     parser.add_argument("--mongo-db", default="footfall")
     parser.add_argument("--master", default=None, help="only when not set by spark-submit")
+    parser.add_argument(
+        "--funnels", default="{}", help='JSON {"site_id": [funnel, ...]} (FunnelSpec.to_json), or @file holding it'
+    )
     args = parser.parse_args(argv)
     if args.last < args.first:
         parser.error("--to is before --from")
+    try:
+        funnels = parse_funnels(args.funnels)
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        parser.error(f"--funnels: {exc}")
     mongo_url = os.environ.get(MONGO_URL_VARIABLE, "")
     if not mongo_url:
         parser.error(f"{MONGO_URL_VARIABLE}: MongoDB's URL is required in the environment")
@@ -155,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     try:
         loaded = run(spark, args.first, args.last, json.loads(args.sites), args.archive_url, mongo_url,
-                     args.mongo_db)  # fmt: skip
+                     args.mongo_db, funnels)  # fmt: skip
     finally:
         spark.stop()
     events = sum(n for *_, n in loaded)

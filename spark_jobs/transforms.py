@@ -42,13 +42,15 @@ What the metrics mean (``day`` is always a local day; bots never count as humans
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from footfall.goals import FunnelSpec
 from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
 from footfall_capture.events import BUILTIN_TYPES
+from spark_jobs.funnels import funnel_steps
 
 DEFAULT_TZ = "UTC"
 
@@ -363,6 +365,7 @@ def rollup(
     days: Iterable[str | dt.date],
     transitions: Sequence[tuple[str, int]],
     gap_minutes: int = 30,
+    funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
 ) -> dict[str, DataFrame]:
     """The whole rollup of ``days`` (local days, ``YYYY-MM-DD`` strings or dates).
 
@@ -372,8 +375,10 @@ def rollup(
     Sessions are built over all of ``events`` and then kept by start day; everything else
     is restricted to ``days``. ``transitions``: as for :func:`localize`.
 
-    Returns ``{"daily", "hourly", "breakdowns", "sessions"}`` as produced by
-    :func:`daily_totals`, :func:`hourly_totals`, :func:`breakdowns` and :func:`sessionize`.
+    Returns ``{"daily", "hourly", "breakdowns", "sessions", "funnels"}`` as produced by
+    :func:`daily_totals`, :func:`hourly_totals`, :func:`breakdowns`, :func:`sessionize` and
+    :func:`spark_jobs.funnels.funnel_steps` of ``funnels`` (per site; none when None), whose
+    attempts, like sessions, are seen whole and kept by the day they start.
     Each output re-derives the deduplicated events; the caller may persist ``events``.
     """
     wanted = sorted({d.isoformat() if isinstance(d, dt.date) else d for d in days})
@@ -386,4 +391,5 @@ def rollup(
         "hourly": hourly_totals(in_days, sessions),
         "breakdowns": breakdowns(human_pageviews.where(F.col("day").isin(wanted)), sessions),
         "sessions": sessions,
+        "funnels": funnel_steps(local, funnels or {}, gap_minutes).where(F.col("day").isin(wanted)),
     }

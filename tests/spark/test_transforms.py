@@ -429,7 +429,7 @@ def test_rollup_is_deterministic(make_events, make_zones, changes):
     zones = make_zones({"s": "Europe/Berlin"})
     first = rollup(make_events(*ROLLUP_ROWS), zones, [DAY], changes)
     second = rollup(make_events(*reversed(ROLLUP_ROWS)), zones, [dt.date(2025, 11, 24)], changes)
-    assert first.keys() == second.keys() == {"daily", "hourly", "breakdowns", "sessions"}
+    assert first.keys() == second.keys() == {"daily", "hourly", "breakdowns", "sessions", "funnels"}
     for name in first:
         assertDataFrameEqual(first[name], second[name])
 
