@@ -213,6 +213,9 @@ class FunnelHistory:
     days: tuple[str, ...]
     steps: tuple[FunnelStep, ...]
 
+    def __len__(self) -> int:  # the settled cache bounds its memory by items
+        return len(self.steps)
+
 
 def histogram_median(counts: Sequence[int], bounds: Sequence[int] = FUNNEL_TIME_BOUNDS_MS) -> float | None:
     """The median of the times counted in ``counts`` (per bucket of ``bounds``, as the rollup

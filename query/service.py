@@ -519,22 +519,24 @@ class QueryService:
         pieces = self._pieces(site, rng.start, rng.end, settled)
         days = _batch_days(pieces)
         sid = site.site_id
+        none = history.FunnelHistory(spec.funnel_id, spec.name, (), ())  # never rolled up: a cacheable nothing
         found = self._settled_read(
-            settled, ("funnel", sid, spec.funnel_id), days, lambda: history.funnel(self.db, sid, spec.funnel_id, days)
-        )
+            settled, ("funnel", sid, spec.funnel_id), days,
+            lambda: history.funnel(self.db, sid, spec.funnel_id, days) or none,
+        )  # fmt: skip
         notes = [f"visitors: {VISITORS_DAILY_SUM if len(days) > 1 else VISITORS_EXACT}"]
         unsettled = sorted({p.day for p in pieces if p.source != "batch" and p.day})
         if unsettled or any(p.source != "batch" and not p.day for p in pieces):
             notes.append("funnels are counted by the nightly rollup only: the part of the range not settled yet "
                          "(today, and days not rolled up) is not included")  # fmt: skip
-        counted = set(found.days) if found else set()
+        counted = set(found.days)
         if days - counted:
             notes.append(f"{len(days - counted)} settled day(s) were rolled up before this funnel existed: "
                          "roll them up again to count it")  # fmt: skip
         steps = []
         first = None
         for index, goal in enumerate(spec.steps):
-            step = found.steps[index] if found and index < len(found.steps) else None
+            step = found.steps[index] if index < len(found.steps) else None
             visitors = step.visitors if step else 0
             first = visitors if index == 0 else first
             before = steps[-1]["visitors"] if steps else None
