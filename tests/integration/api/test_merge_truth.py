@@ -20,6 +20,7 @@ from django.test import Client
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.kafka_client import consumer_config
+from footfall.models import Funnel, Goal, Site
 from footfall.vocabulary import ref_label
 from footfall_capture.events import Event
 from historical.rollups import run_rollup
@@ -29,6 +30,7 @@ from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from tests.integration.api.conftest import SiteKey
+from tests.integration.api.report_truth import FUNNELS, GOALS, check_reports, with_reports
 from tests.integration.batch.test_rollup_e2e import archive_topic
 from tests.integration.batch.truth import exact, local_day
 from tests.integration.kafka_tail import produce
@@ -53,6 +55,9 @@ def traffic(site: str, now: dt.datetime) -> tuple[list[Event], list[str]]:
     for i, event in enumerate(events):
         if i % 29 == 0:  # a few custom events, which are not page views
             events[i] = msgspec.structs.replace(event, type="signup", url=None, path=None, props={"plan": "pro"})
+    # Engagement reports and sign-ups after pricing page views (goals, funnels, engaged time),
+    # only those before now: the realtime counters take nothing from the future.
+    events += [e for e in with_reports([e for e in events if e.type == "pageview"], rng) if e.ts < end]
     events += rng.sample(events, len(events) // 20)
     rng.shuffle(events)
     return events, days
@@ -156,6 +161,14 @@ def check_against_truth(client: Client, sk: SiteKey, events: list[Event], days: 
     assert {r["value"]: r["pageviews"] for r in body["results"]} == dict(want)
 
 
+def define_reports(site: Site) -> tuple[dict[str, str], dict[str, str]]:
+    """The test's goals and funnels as the site's models; their ids by name."""
+    goals = [Goal.objects.create(site=site, **goal.body()) for goal in GOALS]
+    funnels = [Funnel.create(site, name, [goals[i].pk for i in steps], window, strict)
+               for name, steps, window, strict in FUNNELS]  # fmt: skip
+    return {g.name: str(g.pk) for g in goals}, {f.name: str(f.pk) for f in funnels}
+
+
 @pytest.mark.django_db
 def test_range_spanning_settled_days_and_today_equals_truth(cfg: Config, rt_topic: str, site_key: SiteKey) -> None:
     client = Client()
@@ -170,6 +183,8 @@ def test_range_spanning_settled_days_and_today_equals_truth(cfg: Config, rt_topi
     body = site_key.get(client, "timeseries", interval="day", **{"from": days[0]}).json()
     assert body["sources"]["watermark"] is None
 
+    goal_ids, funnel_ids = define_reports(site_key.site)
+
     first = dt.date.fromisoformat(days[0])
     run_rollup(cfg, first, first, [site])
     check_against_truth(client, site_key, events, days, settled=days[:1])
@@ -178,6 +193,13 @@ def test_range_spanning_settled_days_and_today_equals_truth(cfg: Config, rt_topi
     second = dt.date.fromisoformat(days[1])
     run_rollup(cfg, second, second, [site])
     check_against_truth(client, site_key, events, days, settled=days[:2])
+
+    # Goals, funnels, custom events and engagement over the same traffic.
+    def get(path: str, **params: object) -> dict:
+        return site_key.get(client, path, **params).json()
+
+    visitors = {d: stats["visitors"] for d, stats in exact(events, TZ, set(days)).items()}
+    check_reports(get, events, TZ, days[:2], days[2], goal_ids, funnel_ids, visitors)
 
     # Asked again, the settled parts come from the query layer's cache (keyed on the days'
     # load generations) and the realtime parts are added to copies: still exactly the truth.
