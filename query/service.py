@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
 
-from footfall.goals import GoalSpec
+from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import (
     CUSTOM_EVENT_DIMENSIONS,
     EVENT_DIMENSIONS,
@@ -480,6 +480,16 @@ class QueryService:
             "results": results,
             "sources": self._sources(pieces, settled, notes),
         }
+
+    # -- funnels -------------------------------------------------------------------------
+
+    def funnel(self, site: SiteInfo, spec: FunnelSpec, rng: Range) -> dict[str, object]:
+        """Visitors reaching each step of ``spec`` over the range, conversion from the
+        previous and the first step, and the median time between steps.
+
+        Placeholder: the funnel results are written on another branch, which replaces this
+        method when both are merged (the dashboard calls it with this signature)."""
+        raise NotImplementedError("funnels: merged separately")
 
     # -- right now -----------------------------------------------------------------------
 
