@@ -15,28 +15,21 @@ from dash import Dash, Input, Output, State, ctx, html, no_update
 from django.urls import reverse
 
 from dashboard import conversions, messages
-from dashboard.access import SiteChoice, current, problem_for_viewer
+from dashboard.access import current, problem_for_viewer
+from dashboard.definitions import funnel_specs, goal_specs
 from dashboard.figures import empty_figure
 from dashboard.history import day_range
-from footfall.goals import EVENT_NAME, FunnelSpec, GoalSpec
-from footfall.models import Funnel, Goal
+from footfall.goals import EVENT_NAME
 from query.runtime import get_service
 
 log = logging.getLogger(__name__)
 PROPERTY_LIMIT = 100  # values per property table (the API pages through them all)
 
 
-def _goal_specs(site: SiteChoice) -> list[GoalSpec]:
-    return Goal.specs_by_site([site.site_id]).get(site.site_id, [])
-
-
-def _funnel_specs(site: SiteChoice) -> list[FunnelSpec]:
-    return Funnel.specs_by_site([site.site_id]).get(site.site_id, [])
-
-
 def admin_links(kind: str, site_id: str) -> list[html.A]:
-    """Links to the admin pages of ``kind`` (``goal`` or ``funnel``) of one site, for staff:
-    the site's list, and the form that adds one."""
+    """Links to the admin pages of ``kind`` (``goal`` or ``funnel``) of one site, for staff
+    who may view them (:attr:`Access.definitions_admin`): the site's list, and the form that
+    adds one (the admin itself checks the permission to add)."""
     changelist = reverse(f"admin:footfall_core_{kind}_changelist")
     return [
         html.A(f"{kind.capitalize()}s in the admin", href=f"{changelist}?site__site_id__exact={site_id}",
@@ -46,10 +39,11 @@ def admin_links(kind: str, site_id: str) -> list[html.A]:
 
 
 def how_to_define(site_id: str) -> str:
-    """The empty state's second sentence, for whoever reads it: staff get the admin and the
-    command, signed-in users the API, share-link visitors nothing they could not act on."""
+    """The empty state's second sentence, for whoever reads it: staff who may open the admin
+    pages get them and the command, other signed-in users the API, share-link visitors
+    nothing they could not act on."""
     access = current()
-    if access.staff:
+    if access.definitions_admin:
         return messages.HOW_TO_DEFINE_STAFF.format(site=site_id)
     return messages.HOW_TO_DEFINE.format(site=site_id) if access.signed_in else ""
 
@@ -77,12 +71,12 @@ def _register_goals(app: Dash) -> None:
         if resolved is None:
             return (no_update,) * 7
         site, rng, _ = resolved
-        links = admin_links("goal", site.site_id) if current().staff else []
-        specs = _goal_specs(site)
-        if not specs:
-            empty = f"{messages.NO_GOALS} {how_to_define(site.site_id)}".strip()
-            return [], None, [], empty, False, "", links
+        links = admin_links("goal", site.site_id) if current().definitions_admin else []
         try:
+            specs = goal_specs(site.site_id)
+            if not specs:
+                empty = f"{messages.NO_GOALS} {how_to_define(site.site_id)}".strip()
+                return [], None, [], empty, False, "", links
             body = get_service().goals(site.info, rng.query_range(ZoneInfo(site.tz)), specs)
         except Exception as exc:
             log.exception("goals of %s failed", site.site_id)
@@ -108,16 +102,16 @@ def _register_goals(app: Dash) -> None:
         if resolved is None or not cell:
             return True, "", no_update
         site, rng, _ = resolved
-        spec = next((g for g in _goal_specs(site) if g.goal_id == cell.get("row_id")), None)
-        if spec is None:  # not a goal of this site (or deleted since the table was drawn)
-            return True, "", no_update
-        title = f"{spec.name or spec.goal_id} per day"
         try:
+            spec = next((g for g in goal_specs(site.site_id) if g.goal_id == cell.get("row_id")), None)
+            if spec is None:  # not a goal of this site (or deleted since the table was drawn)
+                return True, "", no_update
             days = get_service().goal_series(site.info, rng.query_range(ZoneInfo(site.tz)), spec)
         except Exception as exc:
-            log.exception("goal %s of %s per day failed", spec.goal_id, site.site_id)
-            return False, title, empty_figure(problem_for_viewer(exc))
-        return False, title, conversions.goal_series_figure(days, spec.name or spec.goal_id)
+            log.exception("goal %s of %s per day failed", cell.get("row_id"), site.site_id)
+            return False, "", empty_figure(problem_for_viewer(exc))
+        name = spec.name or spec.goal_id
+        return False, f"{name} per day", conversions.goal_series_figure(days, name)
 
 
 def _register_funnels(app: Dash) -> None:
@@ -136,8 +130,12 @@ def _register_funnels(app: Dash) -> None:
         if resolved is None:
             return (no_update,) * 5
         site = resolved[0]
-        links = admin_links("funnel", site.site_id) if current().staff else []
-        specs = _funnel_specs(site)
+        links = admin_links("funnel", site.site_id) if current().definitions_admin else []
+        try:
+            specs = funnel_specs(site.site_id)
+        except Exception as exc:
+            log.exception("funnels of %s failed", site.site_id)
+            return [], None, problem_for_viewer(exc), False, links
         if not specs:
             empty = f"{messages.NO_FUNNELS} {how_to_define(site.site_id)}".strip()
             return [], None, empty, False, links
@@ -157,13 +155,13 @@ def _register_funnels(app: Dash) -> None:
         if resolved is None:
             return no_update, no_update, no_update
         site, rng, _ = resolved
-        spec = next((f for f in _funnel_specs(site) if f.funnel_id == funnel_id), None)
-        if spec is None:
-            return empty_figure("Choose a funnel"), [], ""
         try:
+            spec = next((f for f in funnel_specs(site.site_id) if f.funnel_id == funnel_id), None)
+            if spec is None:
+                return empty_figure("Choose a funnel"), [], ""
             result = get_service().funnel(site.info, spec, rng.query_range(ZoneInfo(site.tz)))
         except Exception as exc:
-            log.exception("funnel %s of %s failed", spec.funnel_id, site.site_id)
+            log.exception("funnel %s of %s failed", funnel_id, site.site_id)
             return empty_figure(problem_for_viewer(exc)), [], ""
         return conversions.funnel_figure(result), conversions.funnel_rows(result), conversions.funnel_caption(result)
 

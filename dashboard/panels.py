@@ -20,6 +20,14 @@ def _graph(graph_id: str, message: str) -> dcc.Graph:
     return dcc.Graph(id=graph_id, figure=empty_figure(message), config=GRAPH_CONFIG)
 
 
+def _loading(component: object) -> dcc.Loading:
+    """A dot while the component waits for a slow query (the history page's other panels' look)."""
+    return dcc.Loading(component, type="dot", delay_show=300)
+
+
+LIST: dict[str, object] = {"style_as_list_view": True, "sort_action": "native"}
+
+
 def conversion_panels() -> list[html.Section]:
     """The panels placed under the breakdown of the history page, in order."""
     return [event_properties_panel(), goals_panel(), funnel_panel()]
@@ -39,17 +47,7 @@ def event_properties_panel() -> html.Section:
             ),
             dcc.Dropdown(id="hist-prop", options=[], clearable=False, placeholder="property", className="picker"),
             html.P("", id="hist-prop-note", className="empty-note", hidden=True),
-            dcc.Loading(
-                _table(
-                    "hist-prop-table",
-                    conversions.PROPERTY_COLUMNS,
-                    page_size=10,
-                    style_as_list_view=True,
-                    sort_action="native",
-                ),
-                type="dot",
-                delay_show=300,
-            ),
+            _loading(_table("hist-prop-table", conversions.PROPERTY_COLUMNS, page_size=10, **LIST)),
             html.Div("", id="hist-prop-caption", className="status"),
         ],
         id="hist-event-panel",
@@ -70,18 +68,7 @@ def goals_panel() -> html.Section:
                 className="panel-head",
             ),
             html.P("", id="hist-goals-empty", className="empty-note", hidden=True),
-            dcc.Loading(
-                _table(
-                    "hist-goals",
-                    conversions.GOAL_COLUMNS,
-                    page_size=10,
-                    style_as_list_view=True,
-                    sort_action="native",
-                    cell_selectable=True,
-                ),
-                type="dot",
-                delay_show=300,
-            ),
+            _loading(_table("hist-goals", conversions.GOAL_COLUMNS, page_size=10, cell_selectable=True, **LIST)),
             html.Div("", id="hist-goals-caption", className="status"),
             html.Div(
                 [html.H3("", id="hist-goal-title"), _graph("hist-goal-series", "")],
@@ -109,7 +96,7 @@ def funnel_panel() -> html.Section:
             ),
             html.P("", id="hist-funnel-empty", className="empty-note", hidden=True),
             html.Div("", id="hist-funnel-caption", className="status"),
-            dcc.Loading(_graph("hist-funnel-chart", "Loading…"), type="dot", delay_show=300),
+            _loading(_graph("hist-funnel-chart", "Loading…")),
             _table("hist-funnel-table", conversions.FUNNEL_COLUMNS, style_as_list_view=True),
         ],
         className="panel",
