@@ -121,27 +121,29 @@ def _register_funnels(app: Dash) -> None:
         Output("hist-funnel-empty", "children"),
         Output("hist-funnel-empty", "hidden"),
         Output("hist-funnels-admin", "children"),
+        Output("hist-funnel-body", "hidden"),
         Input("hist-range", "data"),
         State("hist-funnel", "value"),
     )
     def funnel_choices(store: dict | None, chosen: str | None) -> tuple:
-        """The site's funnels in the picker; the one chosen stays chosen while it exists."""
+        """The site's funnels in the picker; the one chosen stays chosen while it exists.
+        Without funnels only the empty state shows (no blank chart under it)."""
         resolved = day_range(store)
         if resolved is None:
-            return (no_update,) * 5
+            return (no_update,) * 6
         site = resolved[0]
         links = admin_links("funnel", site.site_id) if current().definitions_admin else []
         try:
             specs = funnel_specs(site.site_id)
         except Exception as exc:
             log.exception("funnels of %s failed", site.site_id)
-            return [], None, problem_for_viewer(exc), False, links
+            return [], None, problem_for_viewer(exc), False, links, True
         if not specs:
             empty = f"{messages.NO_FUNNELS} {how_to_define(site.site_id)}".strip()
-            return [], None, empty, False, links
+            return [], None, empty, False, links, True
         options = [{"label": f.name or f"funnel {f.funnel_id}", "value": f.funnel_id} for f in specs]
         value = chosen if any(f.funnel_id == chosen for f in specs) else specs[0].funnel_id
-        return options, value, "", True, links
+        return options, value, "", True, links, False
 
     @app.callback(
         Output("hist-funnel-chart", "figure"),

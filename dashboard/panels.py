@@ -95,9 +95,14 @@ def funnel_panel() -> html.Section:
                 className="panel-head",
             ),
             html.P("", id="hist-funnel-empty", className="empty-note", hidden=True),
-            html.Div("", id="hist-funnel-caption", className="status"),
-            _loading(_graph("hist-funnel-chart", "Loading…")),
-            _table("hist-funnel-table", conversions.FUNNEL_COLUMNS, style_as_list_view=True),
+            html.Div(
+                [
+                    html.Div("", id="hist-funnel-caption", className="status"),
+                    _loading(_graph("hist-funnel-chart", "Loading…")),
+                    _table("hist-funnel-table", conversions.FUNNEL_COLUMNS, style_as_list_view=True),
+                ],
+                id="hist-funnel-body",
+            ),
         ],
         className="panel",
         id="hist-funnel-panel",

@@ -202,6 +202,7 @@ def test_staff_get_admin_links_and_a_site_without_goals_says_how_to_define_them(
     tab = open_history(chrome, api.base_url, site, user="carol")
     page = tab.page
     page.wait_for_selector("#hist-funnel:has-text('Buy')")
+    assert page.is_visible("#hist-funnel-chart")
     page.wait_for_selector("#hist-goals-admin a")
     links = page.eval_on_selector_all("#hist-goals-admin a", "as => as.map(a => a.getAttribute('href'))")
     assert links == [f"/admin/footfall_core/goal/?site__site_id__exact={site}", "/admin/footfall_core/goal/add/"]
@@ -220,6 +221,7 @@ def test_staff_get_admin_links_and_a_site_without_goals_says_how_to_define_them(
     assert "manage scope" in said
     page.wait_for_selector("#hist-funnel-empty:not([hidden])")
     assert text(page, "#hist-funnel-empty").startswith(messages.NO_FUNNELS)
+    assert page.is_hidden("#hist-funnel-chart"), "no blank chart under the empty state"
     tab.screenshot("goals-empty")
     assert tab.errors == []
 
