@@ -21,6 +21,7 @@ from query.service import SiteInfo
 
 ENVIRON_KEY = "footfall.dashboard.access"
 SESSION_SHARES = "footfall_share_links"  # ids of share links opened in this session
+DEFINITION_VIEW_PERMISSIONS = ("footfall_core.view_goal", "footfall_core.view_funnel")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class Access:
     username: str | None = None  # None: an anonymous visitor holding share links
     staff: bool = False
     shared_revoked: bool = field(default=False)  # a share link of this session was revoked
+    # May open the admin pages of goals and funnels (staff with the view permissions).
+    definitions_admin: bool = False
 
     @property
     def signed_in(self) -> bool:
@@ -79,6 +82,7 @@ def access_for(request: HttpRequest) -> Access:
         username=user.get_username() if user.is_authenticated else None,
         staff=bool(user.is_authenticated and (user.is_staff or user.is_superuser)),
         shared_revoked=len(live) < len(share_ids),
+        definitions_admin=bool(user.is_authenticated and user.is_staff and user.has_perms(DEFINITION_VIEW_PERMISSIONS)),
     )
 
 

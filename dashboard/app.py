@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlencode
 from dash import Dash, Input, Output, ctx, html, no_update
 from django.conf import settings
 
-from dashboard import health, history, layout, live
+from dashboard import goals, health, history, layout, live, panels
 from dashboard.access import current
 
 _lock = threading.Lock()
@@ -43,6 +43,7 @@ def create_app() -> Dash:
     _register_shell(app)
     live.register(app)
     history.register(app)
+    goals.register(app)
     health.register(app)
     return app
 
@@ -87,7 +88,7 @@ def _register_shell(app: Dash) -> None:
             return layout.no_sites(access)
         page = layout.page_of(pathname)
         if page == "history":
-            return layout.history_page()
+            return layout.history_page(panels.conversion_panels())
         if page == "health":
             return layout.health_page() if access.can_see_health else layout.health_refused()
         return layout.live_page()

@@ -25,7 +25,7 @@ METRIC_LABELS = {
 ACCENT = "#2563eb"
 MUTED = "#94a3b8"
 LABEL_MAX = 48
-_BASE_LAYOUT = {
+BASE_LAYOUT = {
     "template": "plotly_white",
     "margin": {"l": 40, "r": 10, "t": 10, "b": 40},
     "font": {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12},
@@ -94,7 +94,7 @@ def empty_figure(message: str) -> go.Figure:
     """A blank chart that says why it is blank."""
     fig = go.Figure()
     fig.update_layout(
-        **{**_BASE_LAYOUT, "hovermode": False},
+        **{**BASE_LAYOUT, "hovermode": False},
         xaxis={"visible": False},
         yaxis={"visible": False},
         annotations=[
@@ -125,7 +125,7 @@ def pageviews_per_minute(points: Sequence[Mapping[str, object]], tz: ZoneInfo) -
             hovertemplate="%{y:,} page views<extra></extra>",
         )
     )
-    fig.update_layout(**_BASE_LAYOUT, height=260, uirevision="live", bargap=0.15)
+    fig.update_layout(**BASE_LAYOUT, height=260, uirevision="live", bargap=0.15)
     fig.update_xaxes(tickformat="%H:%M", fixedrange=True)
     fig.update_yaxes(rangemode="tozero", fixedrange=True)
     return fig
@@ -166,7 +166,7 @@ def flow_sankey(flows: Iterable[Mapping[str, object]]) -> go.Figure:
     )
     per_side = max(sum(1 for kind, _ in nodes if kind == "ref"), sum(1 for kind, _ in nodes if kind == "page"))
     height = max(300, 40 * per_side + 60)
-    fig.update_layout(**{**_BASE_LAYOUT, "hovermode": "closest"}, height=height, uirevision="flows")
+    fig.update_layout(**{**BASE_LAYOUT, "hovermode": "closest"}, height=height, uirevision="flows")
     return fig
 
 
@@ -215,7 +215,7 @@ def metric_series(
             hovertemplate=f"%{{customdata}}: %{{y:,.1f}}{suffix}<extra></extra>",
         )
     )
-    fig.update_layout(**_BASE_LAYOUT, height=300, uirevision=metric)
+    fig.update_layout(**BASE_LAYOUT, height=300, uirevision=metric)
     fig.update_xaxes(type="category" if interval == "day" and len(points) <= 3 else "date")
     if ticks:
         fig.update_xaxes(tickvals=[x[i] for i in ticks], ticktext=[labels[i] for i in ticks])

@@ -25,7 +25,9 @@ def _site(site_id: object) -> SiteChoice | None:
     return current().site(site_id)
 
 
-def _day_range(store: dict | None) -> tuple[SiteChoice, DayRange, bool] | None:
+def day_range(store: dict | None) -> tuple[SiteChoice, DayRange, bool] | None:
+    """The site, days and comparison of ``hist-range``, or None (unset, or a site this
+    request may not read)."""
     if not store:
         return None
     site = _site(store.get("site"))
@@ -131,7 +133,7 @@ def register(app: Dash) -> None:
         Input("hist-filter", "data"),
     )
     def series(store: dict | None, metric: str, filter_store: dict | None) -> tuple:
-        resolved = _day_range(store)
+        resolved = day_range(store)
         if resolved is None or metric not in METRICS:
             return no_update, no_update
         site, rng, compare = resolved
@@ -171,7 +173,7 @@ def register(app: Dash) -> None:
         Input("hist-filter", "data"),
     )
     def breakdown(store: dict | None, dimension: str, filter_store: dict | None) -> tuple:
-        resolved = _day_range(store)
+        resolved = day_range(store)
         if resolved is None or dimension not in API_DIMENSIONS:
             return (no_update,) * 8
         site, rng, _ = resolved
@@ -179,7 +181,7 @@ def register(app: Dash) -> None:
         try:
             body = get_service().breakdown(
                 site.info, plan.store_dimension, rng.query_range(ZoneInfo(site.tz)), tables.TABLE_LIMIT, 1,
-                tables.breakdown_metrics(dimension), ref=plan.ref, path=plan.path,
+                tables.breakdown_metrics(dimension, plan.store_dimension), ref=plan.ref, path=plan.path,
             )  # fmt: skip
         except Exception as exc:
             log.exception("breakdown %s of %s failed", dimension, site.site_id)
@@ -201,7 +203,9 @@ def register(app: Dash) -> None:
         caption = f"{shown} of {body['total']} values" + (" (the CSV has them all)" if body["total"] > shown else "")
         if dimension in FILTER_DIMENSIONS:
             caption += " · click a row to filter by it"
-        return rows, tables.breakdown_columns(dimension), None, [], 0, note, not note, caption
+        elif dimension == "events":
+            caption += " · click an event to see its properties"
+        return rows, tables.breakdown_columns(dimension, plan.store_dimension), None, [], 0, note, not note, caption
 
     @app.callback(
         Output("hist-filter", "data"),
@@ -240,21 +244,22 @@ def register(app: Dash) -> None:
         prevent_initial_call=True,
     )
     def export(_clicks: int, store: dict | None, dimension: str, filter_store: dict | None) -> object:
-        resolved = _day_range(store)
+        resolved = day_range(store)
         if resolved is None or dimension not in API_DIMENSIONS:
             return no_update
         site, rng, _ = resolved
         plan = tables.plan_breakdown(dimension, filter_store)
+        metrics = tables.breakdown_metrics(dimension, plan.store_dimension)
         rows: list[dict] = []
         page = 1
         while len(rows) < CSV_MAX_ROWS:
             body = get_service().breakdown(
                 site.info, plan.store_dimension, rng.query_range(ZoneInfo(site.tz)), MAX_LIMIT, page,
-                tables.breakdown_metrics(dimension), ref=plan.ref, path=plan.path,
+                metrics, ref=plan.ref, path=plan.path,
             )  # fmt: skip
             rows.extend(body["results"])
             if page * MAX_LIMIT >= body["total"]:
                 break
             page += 1
-        text = tables.csv_text(rows, tables.breakdown_metrics(dimension))
+        text = tables.csv_text(rows, metrics)
         return dcc.send_string(text, figures.csv_name(site.site_id, dimension, rng.first, rng.last), type="text/csv")

@@ -7,8 +7,10 @@ a component's text or a DataTable cell, both rendered as text by React.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 from dash import dash_table, dcc, html
+from dash.development.base_component import Component
 
 from dashboard import messages, tables
 from dashboard.access import Access
@@ -224,7 +226,9 @@ def _live_columns(title: str) -> list[dict[str, object]]:
 # -- history ------------------------------------------------------------------------------
 
 
-def history_page() -> html.Div:
+def history_page(extra: Sequence[Component] = ()) -> html.Div:
+    """The history page; ``extra`` sections go under the breakdown (the conversion panels of
+    :mod:`dashboard.panels`, which builds on this module's tables)."""
     return html.Div(
         [
             dcc.Store(id="hist-range"),
@@ -326,6 +330,7 @@ def history_page() -> html.Div:
                 ],
                 className="panel",
             ),
+            *extra,
         ],
         id="history-page",
     )

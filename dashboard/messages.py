@@ -98,3 +98,21 @@ def _what_to_do(service: str, name: str, variable: str, development: bool) -> st
     if development:
         return f"{START_STACK.format(service=service)}, or check {variable}"
     return CHECK_SERVICE.format(name=name, variable=variable)
+
+
+# Goals and funnels: who can define them, and where.
+NO_GOALS = "No goals are defined for this site yet."
+NO_FUNNELS = "No funnels are defined for this site yet."
+HOW_TO_DEFINE_STAFF = (
+    "Define goals and funnels in the Django admin (links above), or through the API: "
+    "POST /api/v1/sites/{site}/goals (and …/funnels) with an API key that has the manage scope "
+    "(`manage.py create_api_key {site} --name <name> --scope read --scope manage`)."
+)
+HOW_TO_DEFINE = (
+    "Staff define them in the Django admin, or anyone with an API key of this site that has the manage scope: "
+    "POST /api/v1/sites/{site}/goals (and …/funnels)."
+)
+NO_PROPERTIES = (
+    "No property of this event was counted on the settled days of this range: properties are listed once "
+    "their day is rolled up, and only events sent with properties have any."
+)

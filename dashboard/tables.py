@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from dash.dash_table.Format import Format, Scheme
+from dash.dash_table.Format import Format, Scheme, Symbol
 
 from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS
 from query.export import to_csv
@@ -53,37 +53,48 @@ TABLE_LIMIT = 100  # rows per breakdown table (the CSV export has them all, up t
 INT = Format(group=",")
 
 
-def breakdown_metrics(dimension: str) -> tuple[str, ...]:
-    """Sessions, bounce rate and duration exist per entry page only (see the query service)."""
-    if dimension == "entry_pages":
+def breakdown_metrics(dimension: str, store_dimension: str | None = None) -> tuple[str, ...]:
+    """The columns of table ``dimension`` when it is read as ``store_dimension`` (default: the
+    tab's own, see :class:`BreakdownPlan`).
+
+    Sessions, bounce rate and duration exist per entry page only, custom events are counted
+    in events (they are not page views), and engagement exists for the pages table (time on
+    page, scroll depth) and the referrers table (engaged time) read on their own: the
+    referrer → page pairs a filter reads carry no engagement (see the query service)."""
+    store = store_dimension or API_DIMENSIONS[dimension]
+    if store == "entry_page":
         return ("pageviews", "visitors", "sessions", "bounce_rate", "visit_duration")
+    if store == "event":
+        return ("events", "visitors")
+    if store == "page":
+        return ("pageviews", "visitors", "time_on_page", "scroll_depth")
+    if store == "ref":
+        return ("pageviews", "visitors", "engaged_time")
     return ("pageviews", "visitors")
 
 
-def breakdown_columns(dimension: str) -> list[dict[str, object]]:
+COUNT_TITLES = {"pageviews": "Page views", "visitors": "Visitors", "sessions": "Sessions", "events": "Events"}
+# Seconds and percent stay numbers, so the table sorts them as numbers; the unit is a suffix.
+SECONDS = Format(precision=1, scheme=Scheme.fixed, group=",").symbol(Symbol.yes).symbol_suffix(" s")
+PERCENT_OF_PAGE = Format(precision=0, scheme=Scheme.fixed).symbol(Symbol.yes).symbol_suffix(" %")
+RATIO_COLUMNS: dict[str, tuple[str, Format]] = {
+    "bounce_rate": ("Bounce rate", Format(precision=1, scheme=Scheme.percentage)),
+    "visit_duration": ("Duration (s)", Format(precision=0, scheme=Scheme.fixed)),
+    "time_on_page": ("Time on page", SECONDS),  # engaged seconds per page view
+    "scroll_depth": ("Scroll depth", PERCENT_OF_PAGE),  # mean deepest scroll, 0-100
+    "engaged_time": ("Engaged time", SECONDS),  # engaged seconds in all
+}
+
+
+def breakdown_columns(dimension: str, store_dimension: str | None = None) -> list[dict[str, object]]:
+    """The DataTable columns of :func:`breakdown_metrics`, the value first."""
     columns: list[dict[str, object]] = [{"name": VALUE_TITLES.get(dimension, "Value"), "id": "value"}]
-    titles = {"pageviews": "Page views", "visitors": "Visitors", "sessions": "Sessions"}
-    for metric in breakdown_metrics(dimension):
-        if metric in titles:
-            columns.append({"name": titles[metric], "id": metric, "type": "numeric", "format": INT})
-        elif metric == "bounce_rate":
-            columns.append(
-                {
-                    "name": "Bounce rate",
-                    "id": metric,
-                    "type": "numeric",
-                    "format": Format(precision=1, scheme=Scheme.percentage),
-                }
-            )
+    for metric in breakdown_metrics(dimension, store_dimension):
+        if metric in COUNT_TITLES:
+            columns.append({"name": COUNT_TITLES[metric], "id": metric, "type": "numeric", "format": INT})
         else:
-            columns.append(
-                {
-                    "name": "Duration (s)",
-                    "id": metric,
-                    "type": "numeric",
-                    "format": Format(precision=0, scheme=Scheme.fixed),
-                }
-            )
+            title, fmt = RATIO_COLUMNS[metric]
+            columns.append({"name": title, "id": metric, "type": "numeric", "format": fmt})
     return columns
 
 

@@ -282,3 +282,31 @@ def funnel(db: Database, site: str, funnel_id: str, days: Iterable[str]) -> Funn
     query = {"site_id": site, "funnel_id": str(funnel_id), "day": {"$in": days}}
     docs = list(db[FUNNELS].find(query, {"day": 1, "funnel_id": 1, "name": 1, "steps": 1}))
     return merge_funnel(docs) if docs else None
+
+
+def goal_days(db: Database, site: str, goal_id: str, days: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Per day of ``days`` on which goal ``goal_id`` was reached: (conversions, unique
+    conversions) of that day. Days without a document are absent (none, or not counted)."""
+    days = sorted(set(days))
+    if not days:
+        return {}
+    query = {"site_id": site, "dimension": "goal", "value": goal_id, "day": {"$in": days}}
+    out: dict[str, tuple[int, int]] = {}
+    for doc in db[BREAKDOWNS].find(query, {"day": 1, "events": 1, "visitors": 1}):
+        events, visitors = out.get(doc["day"], (0, 0))
+        out[doc["day"]] = (events + int(doc.get("events") or 0), visitors + int(doc.get("visitors") or 0))
+    return out
+
+
+def event_property_names(db: Database, site: str, event: str, days: Iterable[str]) -> dict[str, int]:
+    """The property names custom event ``event`` carried on ``days``, with their events
+    summed over the days (from the ``event_prop`` breakdown, so only properties that had a
+    value on a settled day)."""
+    days = sorted(set(days))
+    if not days:
+        return {}
+    query = {"site_id": site, "dimension": "event_prop", "event": event, "day": {"$in": days}}
+    out: dict[str, int] = {}
+    for doc in db[BREAKDOWNS].find(query, {"prop": 1, "events": 1}):
+        out[str(doc["prop"])] = out.get(str(doc["prop"]), 0) + int(doc.get("events") or 0)
+    return out

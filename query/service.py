@@ -602,6 +602,64 @@ class QueryService:
             },
         }
 
+    # -- one goal per day, property names --------------------------------------------------
+
+    def goal_series(self, site: SiteInfo, rng: Range, spec: GoalSpec) -> list[dict[str, object]]:
+        """Goal ``spec``'s conversions (``events``) and unique conversions (``visitors``) per
+        site-local day of the range, oldest first, each with the layer that counted it
+        (``source``: batch, realtime, or missing with both None).
+
+        A day partly in the realtime window and partly older counts only its recent part and
+        says ``realtime``; a settled day rolled up before the goal existed counts 0 (see
+        :meth:`goals` for the note that says so)."""
+        site_tz = ZoneInfo(site.tz)
+        settled = self._settlement(site, rng.start)
+        pieces = self._pieces(site, rng.start, rng.end, settled)
+        days = _batch_days(pieces)
+        sid = site.site_id
+        batch = self._settled_read(
+            settled, ("goal_days", sid, spec.goal_id), days, lambda: history.goal_days(self.db, sid, spec.goal_id, days)
+        )
+        out: dict[str, dict[str, object]] = {}
+        # Pieces never cross a site-local midnight (query.plan.split), so each is one day's.
+        for p in pieces:
+            day = p.day or site_day(p.start, site_tz).isoformat()
+            row = out.setdefault(day, {"day": day, "events": None, "visitors": None, "source": "missing"})
+            if p.source == "missing":
+                continue
+            if p.source == "batch":
+                events, visitors = batch.get(day, (0, 0))
+            else:
+                got = self.rt.goal_counts(sid, [spec], ms(p.start), ms(p.end))[spec.goal_id]
+                events, visitors = got.conversions, got.visitors
+            row["events"] = int(row["events"] or 0) + events  # type: ignore[call-overload]
+            row["visitors"] = int(row["visitors"] or 0) + visitors  # type: ignore[call-overload]
+            row["source"] = p.source
+        return list(out.values())
+
+    def event_property_names(self, site: SiteInfo, event: str, rng: Range) -> dict[str, object]:
+        """The property names custom event ``event`` carried over the settled days of the
+        range, most events first (the speed layer keeps no list of names: a property first
+        seen today appears once its day is rolled up)."""
+        settled = self._settlement(site, rng.start)
+        pieces = self._pieces(site, rng.start, rng.end, settled)
+        days = _batch_days(pieces)
+        sid = site.site_id
+        names = self._settled_read(
+            settled, ("event_prop_names", sid, event), days,
+            lambda: history.event_property_names(self.db, sid, event, days),
+        )  # fmt: skip
+        notes = []
+        if any(p.source != "batch" for p in pieces):
+            notes.append("property names come from the settled days only; recent days add theirs once rolled up")
+        ranked = sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))
+        return {
+            "site_id": sid,
+            "event": event,
+            "results": [{"prop": name, "events": events} for name, events in ranked],
+            "sources": self._sources(pieces, settled, notes),
+        }
+
 
 def _batch_days(pieces: list[Piece]) -> set[str]:
     return {p.day for p in pieces if p.source == "batch" and p.day}

@@ -11,6 +11,7 @@ from playwright.sync_api import Browser, Page
 
 from dashboard.figures import METRIC_LABELS, fmt_metric
 from dashboard.ranges import DayRange
+from dashboard.tables import breakdown_metrics
 from tests.integration.dashboard.conftest import (
     PHONE,
     Accounts,
@@ -32,7 +33,15 @@ def _seven_days(tz: str) -> DayRange:
 
 
 def _rows(api_rows: list[dict]) -> list[list[str]]:
-    return [[r["value"], f"{r['pageviews']:,}", f"{r['visitors']:,}"] for r in api_rows]
+    """The table's cells for the API's rows: counts with separators, engagement with units."""
+    units = {"time_on_page": "{:,.1f} s", "engaged_time": "{:,.1f} s", "scroll_depth": "{:.0f} %"}
+
+    def cell(metric: str, value: object) -> str:
+        if value is None:
+            return ""
+        return units[metric].format(value) if metric in units else f"{value:,}"
+
+    return [[r["value"], *(cell(m, v) for m, v in r.items() if m != "value")] for r in api_rows]
 
 
 def _series(page: Page) -> list[float | None]:
@@ -58,12 +67,14 @@ def test_history_equals_the_api_with_drilldown_and_csv(browser: Browser, account
 
     days = accounts.api(site, "timeseries", metric="pageviews", interval="day", **rng.api_params())
     eventually(lambda: _assert_equal(_series(page), [p["value"] for p in days["points"]]))
-    pages = accounts.api(site, "breakdown/pages", limit=100, **rng.api_params())
+    pages = accounts.api(site, "breakdown/pages", limit=100, metrics=",".join(breakdown_metrics("pages")),
+                         **rng.api_params())  # fmt: skip
     eventually(lambda: _assert_equal(table(page, "#hist-table")[:15], _rows(pages["results"])[:15]))
 
     # Drill down: the top referrer's row filters the chart and shows the pages it sends traffic to.
     choose_dimension(page, "referrers")
-    refs = accounts.api(site, "breakdown/referrers", limit=100, **rng.api_params())
+    refs = accounts.api(site, "breakdown/referrers", limit=100, metrics=",".join(breakdown_metrics("referrers")),
+                        **rng.api_params())  # fmt: skip
     eventually(lambda: _assert_equal(table(page, "#hist-table"), _rows(refs["results"])))
     top_ref = next(r["value"] for r in refs["results"] if r["value"] != "(direct)")
     top_ref_cell = page.locator("#hist-table td").filter(has_text=re.compile(f"^{re.escape(top_ref)}$"))
