@@ -17,12 +17,13 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from archive.spark_conf import archive_spark_conf, spark_properties_file
 from footfall.config import Config
+from footfall.goals import GoalSpec
 from footfall.models import Site
 from historical.signals import rollup_finished
 from historical.store import MONGO_URL_VARIABLE, connect, has_clock_change, legacy_hour_days
@@ -58,8 +59,13 @@ def spark_submit_command(
     last: dt.date,
     zones: dict[str, str],
     properties_file: Path | None = None,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> list[str]:
+    """The ``spark-submit`` command line of the rollup of ``[first, last]`` for the sites of
+    ``zones``, with the goals of those of them that have any (``goals``)."""
     submit = Path(sys.executable).parent / "spark-submit"
+    defined = {site: [g.to_json() for g in specs] for site, specs in sorted((goals or {}).items()) if specs}
+    goal_args = ["--goals", json.dumps(defined)] if defined else []
     # Settings holding secrets (the archive's keys) come in a 0600 file, never as arguments.
     properties = ["--properties-file", str(properties_file)] if properties_file else []
     return [
@@ -74,6 +80,7 @@ def spark_submit_command(
         "--sites", json.dumps(zones),
         "--archive-url", cfg.archive_url,
         "--mongo-db", cfg.mongo_db,
+        *goal_args,
     ]  # fmt: skip
 
 
@@ -90,17 +97,22 @@ def run_rollup(
     site_ids: Sequence[str] | None = None,
     master: str | None = None,
     on_day: Callable[[str, str], None] = lambda site, day: None,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> RollupResult:
-    """Roll up ``[first, last]`` (local days) for the sites, then announce the days loaded."""
+    """Roll up ``[first, last]`` (local days) for the sites, then announce the days loaded.
+
+    ``goals``: goal definitions per site (those of sites not rolled up are ignored); each
+    rolled-up site's ``goal`` breakdowns hold exactly its goals given here."""
     if last < first:
         raise ValueError("the last day is before the first")
     zones = site_zones(site_ids)
     result = RollupResult()
     if not zones:
         return result
+    wanted = {site: specs for site, specs in (goals or {}).items() if site in zones}
     with spark_properties_file(archive_spark_conf(cfg)) as properties:
-        return _run_job(cfg, spark_submit_command(cfg, master or cfg.spark_master, first, last, zones, properties),
-                        spark_submit_env(cfg), zones, on_day)  # fmt: skip
+        command = spark_submit_command(cfg, master or cfg.spark_master, first, last, zones, properties, wanted)
+        return _run_job(cfg, command, spark_submit_env(cfg), zones, on_day)
 
 
 def _run_job(

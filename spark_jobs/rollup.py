@@ -6,7 +6,8 @@ Run through ``manage.py rollup`` (which passes the sites and their time zones), 
         --sites '{"demo": "Europe/Berlin"}' --archive-url file:///data/archive --mongo-db footfall
 
 with MongoDB's URL in the environment variable ``FOOTFALL_ROLLUP_MONGO_URL`` (a password in
-an argument would show in every local user's ``ps``).
+an argument would show in every local user's ``ps``), and optionally the sites' goals as
+``--goals '{"demo": [<GoalSpec.to_json()>, ...]}'``.
 
 * extract: :func:`archive.reader.read_events`, the archive's events of the requested local days
   (and the evening before, so sessions starting then are whole);
@@ -26,15 +27,16 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from archive.reader import read_events
+from footfall.goals import DefinitionError, GoalSpec
 from historical.buckets import span_transitions
 from historical.store import MONGO_URL_VARIABLE, DayDocuments, connect, ensure_indexes, hour_document, load_day
-from spark_jobs.transforms import localize, rollup
+from spark_jobs.transforms import BREAKDOWN_EXTRAS, localize, rollup
 
 CHUNK_DAYS = 7
 DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical documents
@@ -58,22 +60,59 @@ def _round(row: dict[str, object]) -> dict[str, object]:
 def _rows(df: DataFrame, drop: Iterable[str] = ("site_id", "day")) -> Iterable[dict[str, object]]:
     for row in df.toLocalIterator():
         data = row.asDict()
-        yield data["site_id"], data["day"], _round({k: v for k, v in data.items() if k not in drop})
+        # Columns only some dimensions have stay out of the others' documents.
+        kept = {k: v for k, v in data.items() if k not in drop and (v is not None or k not in BREAKDOWN_EXTRAS)}
+        yield data["site_id"], data["day"], _round(kept)
+
+
+def parse_goals(text: str | None, sites: Iterable[str]) -> dict[str, list[GoalSpec]]:
+    """``--goals``: ``{"site_id": [GoalSpec JSON, ...]}`` of sites among ``sites``; raises
+    ValueError naming what is wrong."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise ValueError('must be a JSON object {"site_id": [goal, ...]}')
+    unknown = sorted(set(data) - set(sites))
+    if unknown:
+        raise ValueError(f"goals of sites not rolled up: {', '.join(unknown)}")
+    goals: dict[str, list[GoalSpec]] = {}
+    for site, specs in data.items():
+        for number, spec in enumerate(specs):
+            if not isinstance(spec, dict):
+                raise ValueError(f"site {site!r}, goal {number}: must be a JSON object")
+            try:
+                goals.setdefault(site, []).append(GoalSpec.from_json(spec))
+            except DefinitionError as exc:
+                raise ValueError(f"site {site!r}, goal {number}: {exc}") from None
+        ids = [g.goal_id for g in goals.get(site, [])]
+        if "" in ids or len(ids) != len(set(ids)):
+            raise ValueError(f"site {site!r}: every goal needs a goal_id of its own")
+    return goals
 
 
 ZERO_DAY = {
     "pageviews": 0, "visitors": 0, "sessions": 0, "bounces": 0, "bounce_rate": 0.0, "visit_duration_s": 0.0,
-    "events": 0, "bot_events": 0, "custom_events": 0,
+    "events": 0, "bot_events": 0, "custom_events": 0, "engaged_ms": 0, "engagements": 0,
 }  # fmt: skip
 
 
 def transform_and_load(
-    spark: SparkSession, events: DataFrame, site_tz: dict[str, str], days: Sequence[str], mongo_url: str, mongo_db: str
+    spark: SparkSession,
+    events: DataFrame,
+    site_tz: dict[str, str],
+    days: Sequence[str],
+    mongo_url: str,
+    mongo_db: str,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> list[tuple[str, str, int]]:
     """Roll up ``days`` for every site of ``site_tz``; return (site, day, events read) per day loaded."""
     tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
-    result = rollup(events, tz_df, list(days), changes)
+    result = rollup(events, tz_df, list(days), changes, goals=goals)
     # Rows read per local day before dedup: the run record says what the figures came from.
     counted = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
     read = {(r["site_id"], r["day"]): r["count"] for r in counted.collect()}
@@ -118,6 +157,7 @@ def run(
     archive_url: str,
     mongo_url: str,
     mongo_db: str,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> list[tuple[str, str, int]]:
     """Extract, transform and load every day of ``[first, last]`` in chunks."""
     days = day_range(first, last)
@@ -127,7 +167,7 @@ def run(
         # Cached: the daily, hourly, breakdown and run-count outputs all start from these rows.
         events = read_events(spark, archive_url, sorted(site_tz), chunk).persist()
         try:
-            loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db)
+            loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, goals)
         finally:
             events.unpersist()
     return loaded
@@ -140,10 +180,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sites", required=True, help='JSON object {"site_id": "IANA time zone"}')
     parser.add_argument("--archive-url", required=True)
     parser.add_argument("--mongo-db", default="footfall")
+    parser.add_argument("--goals", default=None, help='JSON object {"site_id": [goal, ...]} (GoalSpec.to_json)')
     parser.add_argument("--master", default=None, help="only when not set by spark-submit")
     args = parser.parse_args(argv)
     if args.last < args.first:
         parser.error("--to is before --from")
+    sites = json.loads(args.sites)
+    try:
+        goals = parse_goals(args.goals, sites)
+    except ValueError as exc:
+        parser.error(f"--goals: {exc}")
     mongo_url = os.environ.get(MONGO_URL_VARIABLE, "")
     if not mongo_url:
         parser.error(f"{MONGO_URL_VARIABLE}: MongoDB's URL is required in the environment")
@@ -154,8 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     started = time.monotonic()
     try:
-        loaded = run(spark, args.first, args.last, json.loads(args.sites), args.archive_url, mongo_url,
-                     args.mongo_db)  # fmt: skip
+        loaded = run(spark, args.first, args.last, sites, args.archive_url, mongo_url, args.mongo_db, goals)
     finally:
         spark.stop()
     events = sum(n for *_, n in loaded)
