@@ -5,7 +5,8 @@ WITH e1 AS (
         -- 70% of the traffic in the site's daytime (07-23 h local), the rest spread evenly
         CASE WHEN u(g, 2) < 0.7 THEN 7 + floor(16 * u(g, 7)) ELSE floor(24 * u(g, 7)) END AS lhour,
         CASE WHEN u(g, 3) < {bot_rate} THEN TRUE WHEN u(g, 3) < {bot_edge} THEN NULL ELSE FALSE END AS is_bot,
-        CASE WHEN u(g, 6) < 0.86 THEN 'pageview' WHEN u(g, 6) < 0.96 THEN 'request'
+        CASE WHEN u(g, 6) < 0.80 THEN 'pageview' WHEN u(g, 6) < 0.88 THEN 'engagement'
+             WHEN u(g, 6) < 0.97 THEN 'request'
              ELSE ['signup', 'click', 'download', 'outbound:link'][1 + floor(4 * u(g, 8))::INT] END AS type
     FROM (SELECT {first_g} + range AS g FROM range({n}))
 ),
@@ -59,7 +60,18 @@ events AS (
         CASE WHEN type = 'request' THEN 'GET' END AS method,
         CASE WHEN type = 'request' THEN CASE WHEN u(g, 19) < 0.97 THEN 200 ELSE 404 END END::INT AS status,
         CASE WHEN type = 'request' THEN round(1 + 200 * pow(u(g, 20), 3), 3) END AS duration_ms,
-        CASE WHEN type NOT IN ('pageview', 'request') THEN '{{"plan":"pro"}}' END AS props,
+        -- engagement reports: engaged ms (1 % over the cap, 1 % negative), scroll depth, and the
+        -- page view they belong to (5 % without); custom events: a plan, an item of 300 (skewed,
+        -- so the top-100 cap bites) and a quantity
+        CASE WHEN type = 'engagement' THEN
+                 '{{"engaged_ms":' || CASE WHEN u(g, 22) < 0.01 THEN 4000000 WHEN u(g, 22) < 0.02 THEN -1
+                                          ELSE floor(120000 * pow(u(g, 23), 2))::BIGINT END
+                 || ',"scroll_depth":' || floor(101 * u(g, 24))::INT
+                 || CASE WHEN u(g, 25) < 0.05 THEN '' ELSE ',"pageview_id":"pv-' || (g // 3) || '"' END || '}}'
+             WHEN type NOT IN ('pageview', 'request') THEN
+                 '{{"plan":"' || ['pro', 'free', 'team', 'enterprise'][1 + floor(4 * u(g, 22))::INT]
+                 || '","item":"sku-' || floor(300 * pow(u(g, 23), 2))::INT
+                 || '","qty":' || floor(5 * u(g, 24))::INT || '}}' END AS props,
         (hash(coalesce(visitor_id, h)) % 6)::INT AS kafka_partition,
         g AS kafka_offset
     FROM (SELECT *, md5('{site_id}:' || g) AS h FROM e3)

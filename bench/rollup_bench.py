@@ -1,6 +1,7 @@
 """Rollup benchmark: the nightly Spark rollup (``local[2]``) against DuckDB on the same generated archive, their
-``page``, ``ref`` and ``refpage`` breakdowns compared row by row; no services needed. Goal: Spark <= 5 x DuckDB's
-wall time. Usage and figures: bench/README.md."""
+``page``, ``ref``, ``refpage``, ``event``, ``event_prop`` and ``goal`` breakdowns (engaged time and scroll depth
+included) compared row by row; no services needed. Goal: Spark <= 5 x DuckDB's wall time. Usage and figures:
+bench/README.md."""
 
 from __future__ import annotations
 
@@ -27,14 +28,25 @@ import pyarrow.parquet as pq
 
 from archive.schema import ARROW_SCHEMA, EVENTS_DIR
 from bench.harness import OUT, columns, cpu_seconds, machine, run_main
-from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
+from footfall.goals import GoalSpec
+from footfall.vocabulary import (
+    EVENT_PROP_VALUES,
+    MAX_ENGAGED_MS,
+    PROP_SEPARATOR,
+    REF_DIRECT,
+    REF_UNKNOWN,
+    REFPAGE_SEPARATOR,
+    VALUE_OTHER,
+)
 from spark_jobs.transforms import DEFAULT_TZ
 
 CACHE = Path.home() / ".cache" / "footfall" / "bench"
-GEN_VERSION = 1  # bump when the generator changes: the cache key includes it
+GEN_VERSION = 2  # bump when the generator changes: the cache key includes it
 GOAL_RATIO = 5.0
-DIMENSIONS = ("page", "ref", "refpage")
+DIMENSIONS = ("page", "ref", "refpage", "event", "event_prop", "goal")
 KEYS = ("site_id", "day", "dimension", "value")
+# Compared besides the keys; null where a dimension does not have the figure.
+FIGURES = ("pageviews", "visitors", "events", "engaged_ms", "engagements", "scroll_views", "scroll_sum")
 
 FIRST_DAY = dt.date(2025, 10, 26)  # EU clocks go back this day, US clocks on 2025-11-02
 LOCAL_DAYS = 8
@@ -68,6 +80,18 @@ REFERRERS = (
     (0.07, _TAIL, "other", "'https://' || ref_domain || '/p/' || floor(20 * u(g, 32))::INT"),
     (0.003, "NULL", "other", "'android-app://com.example.unknown/'"),  # unparseable: no domain
 )
+
+
+def site_goals() -> dict[str, list[GoalSpec]]:
+    """Three goals per site: a page pattern, an event with a property, an event by name."""
+    return {
+        site_id: [
+            GoalSpec(f"{site_id}-1", "page", name="Pages 1*", path=f"{prefix}1*"),
+            GoalSpec(f"{site_id}-2", "event", name="Pro signup", event="signup", prop="plan", value="pro"),
+            GoalSpec(f"{site_id}-3", "event", name="Download", event="download"),
+        ]
+        for site_id, _, _, _, _, prefix in SITES
+    }
 
 
 def _allocate(total: int, weights: Sequence[float]) -> list[int]:
@@ -187,14 +211,17 @@ def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list
     cpu, started = cpu_seconds(jvm) + cpu_seconds(), time.monotonic()
     events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
-    breakdowns = rollup(events, zones, days, zone_changes(set(site_tz.values()), days))["breakdowns"]
-    table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, "pageviews", "visitors").toArrow()
+    changes = zone_changes(set(site_tz.values()), days)
+    breakdowns = rollup(events, zones, days, changes, goals=site_goals())["breakdowns"]
+    table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES).toArrow()
     return Run(table, time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu)
 
 
 # The breakdowns of spark_jobs.transforms measured here (DIMENSIONS), written from its rules: the referrer label
 # as footfall.vocabulary.ref_label gives it; the local day of every row by one ICU time zone conversion per row,
-# as Spark does it; refpage NULL when path is NULL, like Spark's concat.
+# as Spark does it; refpage NULL when path is NULL, like Spark's concat; custom events, property values (top
+# $top per event and property, the rest as (other)), goals and engaged time from the contract (footfall.vocabulary).
+# The generator writes only strings and integers into props, whose text both engines read alike.
 DUCKDB_SQL = """
 WITH archive AS (
     SELECT * FROM read_parquet($files, hive_partitioning = true,
@@ -207,24 +234,97 @@ deduped AS (  -- one row per (site_id, event_id): the copy received first
         ORDER BY received_at ASC NULLS LAST, kafka_partition ASC NULLS LAST, kafka_offset ASC NULLS LAST) = 1
 ),
 zones AS (SELECT site_id, min(tz) AS tz FROM site_tz GROUP BY site_id),
-pageviews AS (  -- human page views on the site's wall clock, with their referrer label
-    SELECT d.*, CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain
-                     WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END AS ref,
-           CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz(d.ts * 1000)) AS DATE) AS VARCHAR) AS day
-    FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id
-    WHERE NOT coalesce(d.is_bot, FALSE) AND d.type = 'pageview'
+humans AS MATERIALIZED (  -- human events of the days on the site's wall clock, with their referrer label
+    SELECT * FROM (
+        SELECT d.*, CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain
+                         WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END AS ref,
+               CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz(d.ts * 1000)) AS DATE) AS VARCHAR)
+                   AS day
+        FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id
+        WHERE NOT coalesce(d.is_bot, FALSE))
+    WHERE day IN (SELECT unnest($days))
 ),
-wanted AS MATERIALIZED (SELECT * FROM pageviews WHERE day IN (SELECT unnest($days))),
+wanted AS (SELECT * FROM humans WHERE type = 'pageview'),
 dimensions AS (
     SELECT site_id, day, 'page' AS dimension, path AS value, visitor_id FROM wanted
     UNION ALL
     SELECT site_id, day, 'ref' AS dimension, ref AS value, visitor_id FROM wanted
     UNION ALL
     SELECT site_id, day, 'refpage' AS dimension, ref || $sep || path AS value, visitor_id FROM wanted
+),
+viewed AS (
+    SELECT site_id, day, dimension, value, count(*) AS pageviews, count(DISTINCT visitor_id) AS visitors
+    FROM dimensions WHERE value IS NOT NULL
+    GROUP BY site_id, day, dimension, value
+),
+reports AS (  -- engagement reports: capped engaged ms, clamped depth, their page view
+    SELECT site_id, day, path, ref,
+        trunc(least(greatest(coalesce(TRY_CAST(json_extract_string(props, '$.engaged_ms') AS DOUBLE), 0), 0),
+                    $max_ms))::BIGINT AS ms,
+        -- least/greatest skip nulls: clamp only a depth that is there
+        CASE WHEN TRY_CAST(json_extract_string(props, '$.scroll_depth') AS DOUBLE) IS NOT NULL THEN
+             trunc(least(greatest(TRY_CAST(json_extract_string(props, '$.scroll_depth') AS DOUBLE), 0), 100))::INT
+        END AS depth,
+        CASE WHEN length(json_extract_string(props, '$.pageview_id')) > 0
+             THEN json_extract_string(props, '$.pageview_id') ELSE event_id END AS pageview
+    FROM humans WHERE type = 'engagement'
+),
+per_view AS (
+    SELECT site_id, day, path, pageview, sum(ms) AS ms, count(*) AS n, max(depth) AS depth
+    FROM reports WHERE path IS NOT NULL GROUP BY ALL
+),
+engaged AS (
+    SELECT site_id, day, 'page' AS dimension, path AS value, sum(ms)::BIGINT AS engaged_ms,
+           sum(n)::BIGINT AS engagements, count(depth) AS scroll_views, coalesce(sum(depth), 0)::BIGINT AS scroll_sum
+    FROM per_view GROUP BY ALL
+    UNION ALL
+    SELECT site_id, day, 'ref', ref, sum(ms)::BIGINT, NULL, NULL, NULL FROM reports GROUP BY ALL
+),
+custom AS (SELECT * FROM humans WHERE type NOT IN ('pageview', 'request', 'engagement')),
+pairs AS (
+    SELECT site_id, day, visitor_id, type AS event, prop,
+           coalesce(json_extract_string(props, '$."' || prop || '"'), '') AS text
+    FROM (SELECT *, unnest(json_keys(props)) AS prop FROM custom WHERE props IS NOT NULL)
+),
+labels AS (
+    SELECT site_id, day, event, prop, text,
+           CASE WHEN row_number() OVER (PARTITION BY site_id, day, event, prop ORDER BY n DESC, text) <= $top
+                THEN text ELSE $other END AS label
+    FROM (SELECT site_id, day, event, prop, text, count(*) AS n FROM pairs GROUP BY ALL)
+),
+props AS (
+    SELECT site_id, day, 'event_prop' AS dimension, event || $psep || prop || $psep || label AS value,
+           count(*) AS events, count(DISTINCT visitor_id) AS visitors
+    FROM pairs JOIN labels USING (site_id, day, event, prop, text) GROUP BY site_id, day, event, prop, label
+),
+reached AS (
+    SELECT h.site_id, h.day, g.goal_id, h.visitor_id FROM humans h JOIN goals g ON g.site_id = h.site_id
+    WHERE CASE WHEN g.kind = 'page' THEN h.type = 'pageview' AND coalesce(regexp_matches(h.path, g.regex), FALSE)
+               WHEN g.prop = '' THEN h.type = g.event
+               ELSE h.type = g.event AND coalesce(json_exists(h.props, '$."' || g.prop || '"')
+                    AND coalesce(json_extract_string(h.props, '$."' || g.prop || '"'), '') = g.value, FALSE) END
+),
+goal_rows AS (
+    SELECT g.site_id, d.day, 'goal' AS dimension, g.goal_id AS value, count(r.goal_id) AS events,
+           count(DISTINCT r.visitor_id) AS visitors
+    FROM goals g CROSS JOIN (SELECT unnest($days) AS day) d
+    LEFT JOIN reached r ON r.site_id = g.site_id AND r.day = d.day AND r.goal_id = g.goal_id
+    GROUP BY ALL
 )
-SELECT site_id, day, dimension, value, count(*) AS pageviews, count(DISTINCT visitor_id) AS visitors
-FROM dimensions WHERE value IS NOT NULL
-GROUP BY site_id, day, dimension, value
+SELECT site_id, day, dimension, value, coalesce(v.pageviews, 0) AS pageviews, coalesce(v.visitors, 0) AS visitors,
+       NULL::BIGINT AS events,
+       CASE WHEN dimension IN ('page', 'ref') THEN coalesce(e.engaged_ms, 0) END AS engaged_ms,
+       CASE WHEN dimension = 'page' THEN coalesce(e.engagements, 0) END AS engagements,
+       CASE WHEN dimension = 'page' THEN coalesce(e.scroll_views, 0) END AS scroll_views,
+       CASE WHEN dimension = 'page' THEN coalesce(e.scroll_sum, 0) END AS scroll_sum
+FROM viewed v FULL JOIN engaged e USING (site_id, day, dimension, value)
+UNION ALL
+SELECT site_id, day, 'event', type, 0, count(DISTINCT visitor_id), count(*), NULL, NULL, NULL, NULL
+FROM custom GROUP BY ALL
+UNION ALL
+SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL FROM props
+UNION ALL
+SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL FROM goal_rows
 """
 
 
@@ -236,9 +336,15 @@ def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], date
         con.execute("SET TimeZone = 'UTC'")
         con.execute("CREATE TABLE site_tz (site_id VARCHAR, tz VARCHAR)")
         con.executemany("INSERT INTO site_tz VALUES (?, ?)", list(site_tz.items()))
+        con.execute("CREATE TABLE goals (site_id VARCHAR, goal_id VARCHAR, kind VARCHAR, regex VARCHAR, "
+                    "event VARCHAR, prop VARCHAR, value VARCHAR)")  # fmt: skip
+        goals = [(site, g.goal_id, g.kind, g.regex, g.event, g.prop, g.value) for site, specs in site_goals().items()
+                 for g in specs if site in site_tz]  # fmt: skip
+        con.executemany("INSERT INTO goals VALUES (?, ?, ?, ?, ?, ?, ?)", goals)
         params = {"files": f"{root / EVENTS_DIR}/*/*/*/*.parquet", "dates": dates, "sites": sorted(site_tz),
                   "days": days, "default_tz": DEFAULT_TZ, "direct": REF_DIRECT, "unknown": REF_UNKNOWN,
-                  "sep": REFPAGE_SEPARATOR}  # fmt: skip
+                  "sep": REFPAGE_SEPARATOR, "psep": PROP_SEPARATOR, "other": VALUE_OTHER, "top": EVENT_PROP_VALUES,
+                  "max_ms": MAX_ENGAGED_MS}  # fmt: skip
         table = _arrow(con.execute(DUCKDB_SQL, params))
     finally:
         con.close()
@@ -247,15 +353,17 @@ def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], date
 
 def compare(spark_rows: pa.Table, duck_rows: pa.Table) -> tuple[int, list[tuple]]:
     """(number of differing rows, the first 20): rows missing on either side or with other figures."""
-    schema = pa.schema([(k, pa.string()) for k in KEYS] + [("pageviews", pa.int64()), ("visitors", pa.int64())])
+    schema = pa.schema([(k, pa.string()) for k in KEYS] + [(f, pa.int64()) for f in FIGURES])
     with duckdb.connect() as con:
         con.register("s", spark_rows.select(schema.names).cast(schema))
         con.register("d", duck_rows.select(schema.names).cast(schema))
-        diff = """
-            SELECT site_id, day, dimension, value, s.pageviews AS spark_pageviews, d.pageviews AS duckdb_pageviews,
-                   s.visitors AS spark_visitors, d.visitors AS duckdb_visitors
+        both = ", ".join(f"s.{f} AS spark_{f}, d.{f} AS duckdb_{f}" for f in FIGURES)
+        differ = " OR ".join(f"s.{f} IS DISTINCT FROM d.{f}" for f in FIGURES)
+        # A row missing on one side has null keys there: compare with the keys of both.
+        diff = f"""
+            SELECT site_id, day, dimension, value, {both}
             FROM s FULL JOIN d USING (site_id, day, dimension, value)
-            WHERE s.pageviews IS DISTINCT FROM d.pageviews OR s.visitors IS DISTINCT FROM d.visitors
+            WHERE s.site_id IS NULL OR d.site_id IS NULL OR {differ}
         """
         count = con.sql(f"SELECT count(*) FROM ({diff})").fetchone()
         return count[0] if count else 0, con.sql(f"{diff} ORDER BY ALL LIMIT 20").fetchall()

@@ -13,11 +13,14 @@ Pure: no Django, no stores.
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Final, Literal
+
+import msgspec
 
 PAGE: Final = "page"
 EVENT: Final = "event"
@@ -121,15 +124,55 @@ class GoalSpec:
 
 
 def prop_text(value: object) -> str:
-    """A property value as text, the way it reads from the archived JSON: strings as they
-    are, booleans ``true``/``false``, numbers as JSON writes them, null as ""."""
+    """A property value as text, the same in every layer: as the batch layer reads it from the
+    archived JSON (``msgspec``'s encoding of the value) into a Spark variant and casts it to text.
+
+    Strings as they are; booleans ``true``/``false``; null (and NaN or infinity, which JSON
+    archives as null) as ""; integers of up to 38 digits and numbers the archive writes without
+    an exponent as exact decimals without trailing zeros (``3``, ``3.0`` -> ``3``, ``19.99``);
+    others (magnitudes from 1e16, below 1e-5, and longer integers) as doubles in Java's
+    ``Double.toString`` form with the shortest digits (``1.0E20``, ``1.5E-7``). Java 17 writes
+    a few of those doubles with one digit more than needed (JDK-4511638; fixed in Java 19), so
+    on Java 17 such a value reads differently in the batch layer."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
+    if isinstance(value, int):
+        if abs(value) < _DECIMAL_LIMIT:
+            return str(value)
+        try:
+            return _java_double(float(value))
+        except OverflowError:  # beyond any double: nothing reads it as a number
+            return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return ""
+        text = msgspec.json.encode(value).decode()
+        if "e" in text or "E" in text:
+            return _java_double(value)
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        return "0" if text == "-0" else text
     return str(value)
+
+
+# Spark's variant holds JSON integers below this exactly (as a long or a 38-digit decimal).
+_DECIMAL_LIMIT: Final = 10**38
+
+
+def _java_double(value: float) -> str:
+    """``value`` as Java's ``Double.toString`` writes magnitudes outside [1e-3, 1e7):
+    ``d.dddE<n>`` with the shortest digits that read back as ``value`` (``repr``'s)."""
+    shortest = Decimal(repr(abs(value))).normalize()
+    if len(shortest.as_tuple().digits) == 1:
+        # Java writes two digits at least, then the two closest to the exact value (5e-324 is
+        # 4.9E-324): among those that still read back as ``value``, which it does if closer.
+        two = Context(prec=2, rounding=ROUND_HALF_EVEN).plus(Decimal(abs(value)))
+        shortest = two.normalize() if float(two) == abs(value) else shortest
+    digits = "".join(map(str, shortest.as_tuple().digits))
+    sign = "-" if value < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{shortest.adjusted()}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from archive.spark_conf import archive_spark_conf, spark_properties_file
 from footfall.config import Config
-from footfall.goals import FunnelSpec
-from footfall.models import Site
+from footfall.goals import FunnelSpec, GoalSpec
+from footfall.models import Funnel, Goal, Site
 from historical.signals import rollup_finished
 from historical.store import MONGO_URL_VARIABLE, connect, has_clock_change, legacy_hour_days
 
@@ -54,16 +54,17 @@ def site_zones(site_ids: Sequence[str] | None = None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def funnels_file(funnels: Mapping[str, Sequence[FunnelSpec]] | None) -> Iterator[Path | None]:
-    """A temporary file holding ``funnels`` as the job's ``--funnels @file`` reads them (None
-    without any funnel): one argument may hold only 128 KiB on Linux, less than many sites'
-    funnels take. The job's driver runs here (client mode), so it reads the file here."""
-    if not funnels:
+def definitions_file(specs: Mapping[str, Sequence[FunnelSpec | GoalSpec]] | None) -> Iterator[Path | None]:
+    """A temporary file holding each site's goals or funnels (``specs``) as the job's
+    ``--goals @file`` and ``--funnels @file`` read them (None when there are none): one
+    argument may hold only 128 KiB on Linux, less than many sites' definitions take. The job's
+    driver runs here (client mode), so it reads the file here."""
+    data = {site: [spec.to_json() for spec in specs] for site, specs in sorted((specs or {}).items()) if specs}
+    if not data:
         yield None
         return
-    data = {site: [spec.to_json() for spec in specs] for site, specs in sorted(funnels.items())}
-    with tempfile.TemporaryDirectory(prefix="footfall-funnels-") as tmp:
-        path = Path(tmp) / "funnels.json"
+    with tempfile.TemporaryDirectory(prefix="footfall-definitions-") as tmp:
+        path = Path(tmp) / "definitions.json"
         path.write_text(json.dumps(data), encoding="utf-8")
         yield path
 
@@ -76,8 +77,12 @@ def spark_submit_command(
     zones: dict[str, str],
     properties_file: Path | None = None,
     funnels_path: Path | None = None,
+    goals_path: Path | None = None,
 ) -> list[str]:
+    """The ``spark-submit`` command line of the rollup of ``[first, last]`` for the sites of
+    ``zones``, with their funnels and goals from the files of :func:`definitions_file`."""
     submit = Path(sys.executable).parent / "spark-submit"
+    goal_args = ["--goals", f"@{goals_path}"] if goals_path else []
     # Settings holding secrets (the archive's keys) come in a 0600 file, never as arguments.
     properties = ["--properties-file", str(properties_file)] if properties_file else []
     funnels = ["--funnels", f"@{funnels_path}"] if funnels_path else []
@@ -94,6 +99,7 @@ def spark_submit_command(
         "--archive-url", cfg.archive_url,
         "--mongo-db", cfg.mongo_db,
         *funnels,
+        *goal_args,
     ]  # fmt: skip
 
 
@@ -111,20 +117,33 @@ def run_rollup(
     master: str | None = None,
     on_day: Callable[[str, str], None] = lambda site, day: None,
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> RollupResult:
     """Roll up ``[first, last]`` (local days) for the sites, then announce the days loaded.
 
-    ``funnels``: each site's funnels, all of them: the days rolled up get a funnel document for
-    each and lose those of funnels not given (None: no funnels)."""
+    ``goals`` and ``funnels``: each site's definitions, all of them (those of sites not rolled
+    up are ignored); None reads them from the models (:meth:`footfall.models.Goal.specs_by_site`).
+    Each rolled-up day gets a goal breakdown and a funnel document for every definition given,
+    and loses those of definitions not given."""
     if last < first:
         raise ValueError("the last day is before the first")
     zones = site_zones(site_ids)
     result = RollupResult()
     if not zones:
         return result
-    wanted = {site: specs for site, specs in (funnels or {}).items() if site in zones}
-    with spark_properties_file(archive_spark_conf(cfg)) as properties, funnels_file(wanted) as funnels_path:
-        command = spark_submit_command(cfg, master or cfg.spark_master, first, last, zones, properties, funnels_path)
+    if goals is None:
+        goals = Goal.specs_by_site(sorted(zones))
+    if funnels is None:
+        funnels = Funnel.specs_by_site(sorted(zones))
+    goals = {site: specs for site, specs in goals.items() if site in zones}
+    funnels = {site: specs for site, specs in funnels.items() if site in zones}
+    with (
+        spark_properties_file(archive_spark_conf(cfg)) as properties,
+        definitions_file(funnels) as funnels_path,
+        definitions_file(goals) as goals_path,
+    ):
+        master = master or cfg.spark_master
+        command = spark_submit_command(cfg, master, first, last, zones, properties, funnels_path, goals_path)
         return _run_job(cfg, command, spark_submit_env(cfg), zones, on_day)
 
 

@@ -6,11 +6,15 @@ Collections (database ``MONGO_DB``):
 collection             ``_id`` (deterministic)                    content
 =====================  =========================================  ==================================
 ``rollup_daily``       ``site|day``                               page views, visitors, sessions,
-                                                                  bounce rate, visit duration, events
+                                                                  bounce rate, visit duration,
+                                                                  events, engaged time
 ``rollup_hourly``      ``site|day|<UTC start>``, e.g.             per hourly bucket of the day
                        ``site|day|2026-10-25T01:00Z``
 ``rollup_breakdowns``  ``site|day|dimension|sha1(value)``         per dimension value (pages,
-                                                                  referrers, referrer→page, UTM, ...)
+                                                                  referrers, referrer→page, UTM,
+                                                                  custom events, event properties,
+                                                                  goals, ...; engaged time on pages
+                                                                  and referrers)
 ``rollup_funnels``     ``site|day|funnel_id``                     per funnel: ``name``, ``steps`` (per
                                                                   step ``visitors``, ``median_ms``,
                                                                   ``times_ms``: see below)

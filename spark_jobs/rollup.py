@@ -9,7 +9,8 @@ Run through ``manage.py rollup`` (which passes the sites and their time zones), 
 with MongoDB's URL in the environment variable ``FOOTFALL_ROLLUP_MONGO_URL`` (a password in
 an argument would show in every local user's ``ps``). ``--funnels`` gives each site's funnels
 as :meth:`footfall.goals.FunnelSpec.to_json` writes them, or ``@path`` of a file holding that
-JSON; a site left out has none, and its funnel documents of the days rolled up are removed.
+JSON; a site left out has none, and its funnel documents of the days rolled up are removed. ``--goals`` gives
+each site's goals as :meth:`footfall.goals.GoalSpec.to_json` writes them.
 
 * extract: :func:`archive.reader.read_events`, the archive's events of the requested local days
   (and the evening before, so sessions starting then are whole);
@@ -36,10 +37,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from archive.reader import read_events
-from footfall.goals import FUNNEL_TIME_BOUNDS_MS, DefinitionError, FunnelSpec
+from footfall.goals import FUNNEL_TIME_BOUNDS_MS, DefinitionError, FunnelSpec, GoalSpec
 from historical.buckets import span_transitions
 from historical.store import MONGO_URL_VARIABLE, DayDocuments, connect, ensure_indexes, hour_document, load_day
-from spark_jobs.transforms import localize, rollup
+from spark_jobs.transforms import BREAKDOWN_EXTRAS, localize, rollup
 
 CHUNK_DAYS = 7
 DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical documents
@@ -63,7 +64,43 @@ def _round(row: dict[str, object]) -> dict[str, object]:
 def _rows(df: DataFrame, drop: Iterable[str] = ("site_id", "day")) -> Iterable[dict[str, object]]:
     for row in df.toLocalIterator():
         data = row.asDict()
-        yield data["site_id"], data["day"], _round({k: v for k, v in data.items() if k not in drop})
+        # Columns only some dimensions have stay out of the others' documents.
+        kept = {k: v for k, v in data.items() if k not in drop and (v is not None or k not in BREAKDOWN_EXTRAS)}
+        yield data["site_id"], data["day"], _round(kept)
+
+
+def parse_goals(text: str | None, sites: Iterable[str]) -> dict[str, list[GoalSpec]]:
+    """``--goals``: ``{"site_id": [GoalSpec JSON, ...]}`` of sites among ``sites``, or ``@path``
+    of a file holding it; raises
+    ValueError naming what is wrong."""
+    if not text:
+        return {}
+    try:
+        if text.startswith("@"):  # a file, as for --funnels
+            text = Path(text[1:]).read_text(encoding="utf-8")
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {text[1:]}: {exc.strerror}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise ValueError('must be a JSON object {"site_id": [goal, ...]}')
+    unknown = sorted(set(data) - set(sites))
+    if unknown:
+        raise ValueError(f"goals of sites not rolled up: {', '.join(unknown)}")
+    goals: dict[str, list[GoalSpec]] = {}
+    for site, specs in data.items():
+        for number, spec in enumerate(specs):
+            if not isinstance(spec, dict):
+                raise ValueError(f"site {site!r}, goal {number}: must be a JSON object")
+            try:
+                goals.setdefault(site, []).append(GoalSpec.from_json(spec))
+            except DefinitionError as exc:
+                raise ValueError(f"site {site!r}, goal {number}: {exc}") from None
+        ids = [g.goal_id for g in goals.get(site, [])]
+        if "" in ids or len(ids) != len(set(ids)):
+            raise ValueError(f"site {site!r}: every goal needs a goal_id of its own")
+    return goals
 
 
 def parse_funnels(text: str) -> dict[str, list[FunnelSpec]]:
@@ -112,7 +149,7 @@ def funnel_documents(specs: Sequence[FunnelSpec], rows: Mapping[str, Mapping[int
 
 ZERO_DAY = {
     "pageviews": 0, "visitors": 0, "sessions": 0, "bounces": 0, "bounce_rate": 0.0, "visit_duration_s": 0.0,
-    "events": 0, "bot_events": 0, "custom_events": 0,
+    "events": 0, "bot_events": 0, "custom_events": 0, "engaged_ms": 0, "engagements": 0,
 }  # fmt: skip
 
 
@@ -124,6 +161,7 @@ def transform_and_load(
     mongo_url: str,
     mongo_db: str,
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> list[tuple[str, str, int]]:
     """Roll up ``days`` for every site of ``site_tz``; return (site, day, events read) per day loaded.
 
@@ -131,7 +169,7 @@ def transform_and_load(
     tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
     funnels = {site: list(specs) for site, specs in (funnels or {}).items() if site in site_tz}
-    result = rollup(events, tz_df, list(days), changes, funnels=funnels)
+    result = rollup(events, tz_df, list(days), changes, funnels=funnels, goals=goals)
     # Rows read per local day before dedup: the run record says what the figures came from.
     counted = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
     read = {(r["site_id"], r["day"]): r["count"] for r in counted.collect()}
@@ -162,6 +200,8 @@ def transform_and_load(
                     "tz": site_tz[site],
                     "computed_at": dt.datetime.now(dt.UTC),
                     "spark_master": spark.sparkContext.master,
+                    # Which goals this day counts: the query layer names days rolled up before a goal.
+                    "goal_ids": [g.goal_id for g in (goals or {}).get(site, [])],
                 }
                 documents = DayDocuments(
                     site, day, stats, hourly.get(key, []), breakdowns.get(key, []), run,
@@ -184,6 +224,7 @@ def run(
     mongo_url: str,
     mongo_db: str,
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> list[tuple[str, str, int]]:
     """Extract, transform and load every day of ``[first, last]`` in chunks."""
     days = day_range(first, last)
@@ -193,7 +234,7 @@ def run(
         # Cached: the daily, hourly, breakdown and run-count outputs all start from these rows.
         events = read_events(spark, archive_url, sorted(site_tz), chunk).persist()
         try:
-            loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, funnels)
+            loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, funnels, goals)
         finally:
             events.unpersist()
     return loaded
@@ -206,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sites", required=True, help='JSON object {"site_id": "IANA time zone"}')
     parser.add_argument("--archive-url", required=True)
     parser.add_argument("--mongo-db", default="footfall")
+    parser.add_argument("--goals", default=None, help='JSON object {"site_id": [goal, ...]} (GoalSpec.to_json)')
     parser.add_argument("--master", default=None, help="only when not set by spark-submit")
     parser.add_argument(
         "--funnels", default="{}", help='JSON {"site_id": [funnel, ...]} (FunnelSpec.to_json), or @file holding it'
@@ -213,10 +255,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.last < args.first:
         parser.error("--to is before --from")
+    sites = json.loads(args.sites)
     try:
         funnels = parse_funnels(args.funnels)
     except (OSError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
         parser.error(f"--funnels: {exc}")
+    try:
+        goals = parse_goals(args.goals, sites)
+    except ValueError as exc:
+        parser.error(f"--goals: {exc}")
     mongo_url = os.environ.get(MONGO_URL_VARIABLE, "")
     if not mongo_url:
         parser.error(f"{MONGO_URL_VARIABLE}: MongoDB's URL is required in the environment")
@@ -227,8 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     started = time.monotonic()
     try:
-        loaded = run(spark, args.first, args.last, json.loads(args.sites), args.archive_url, mongo_url,
-                     args.mongo_db, funnels)  # fmt: skip
+        loaded = run(spark, args.first, args.last, sites, args.archive_url, mongo_url, args.mongo_db, funnels,
+                     goals)  # fmt: skip
     finally:
         spark.stop()
     events = sum(n for *_, n in loaded)

@@ -35,8 +35,10 @@ What the metrics mean (``day`` is always a local day; bots never count as humans
 * ``bounces``: sessions of exactly one page view; ``bounce_rate`` = bounces / sessions.
 * ``visit_duration_s``: mean of the sessions' (last page view - first page view) in
   seconds; a bounce lasts 0 s, as there is no later page view to measure it by.
-* ``events``: human events of every type; ``custom_events``: those that are neither
-  ``pageview`` nor ``request``; ``bot_events``: events flagged ``is_bot``, of every type.
+* ``events``: human events of every type; ``custom_events``: those whose type is not in
+  :data:`footfall.vocabulary.NON_CUSTOM_TYPES` (page views, requests, engagement reports);
+  ``bot_events``: events flagged ``is_bot``, of every type.
+* Custom events, their properties, goals and engaged time: :mod:`spark_jobs.conversions`.
 """
 
 from __future__ import annotations
@@ -47,9 +49,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from footfall.goals import FunnelSpec
-from footfall.vocabulary import REF_DIRECT, REF_UNKNOWN, REFPAGE_SEPARATOR
-from footfall_capture.events import BUILTIN_TYPES
+from footfall.goals import FunnelSpec, GoalSpec
+from footfall.vocabulary import ENGAGEMENT, NON_CUSTOM_TYPES, REFPAGE_SEPARATOR
+from spark_jobs.columns import engaged_ms, human, is_bot, props_map, ref_label
+from spark_jobs.conversions import (
+    engagement_breakdowns,
+    event_breakdowns,
+    event_prop_breakdowns,
+    goal_breakdowns,
+    with_engagement,
+)
 from spark_jobs.funnels import funnel_steps
 
 DEFAULT_TZ = "UTC"
@@ -59,20 +68,8 @@ _MS_PER_HOUR = 3_600_000
 _MICROS_PER_DAY = 24 * _MICROS_PER_HOUR
 
 
-def _is_bot() -> Column:
-    # Only an explicit True makes a bot: an event the collector could not classify is human.
-    return F.coalesce(F.col("is_bot"), F.lit(False))
-
-
-def _human() -> Column:
-    return ~_is_bot()
-
-
-def _ref(domain: str = "ref_domain", referrer: str = "referrer") -> Column:
-    """The referrer label, as :func:`footfall.vocabulary.ref_label` gives it."""
-    sent = F.length(F.trim(F.col(referrer))) > 0
-    named = F.col(domain).isNotNull() & (F.col(domain) != "")
-    return F.when(named, F.col(domain)).when(sent, F.lit(REF_UNKNOWN)).otherwise(F.lit(REF_DIRECT))
+# The shared column expressions (spark_jobs.columns), under the names this module always used.
+_is_bot, _human, _ref = is_bot, human, ref_label
 
 
 def dedupe(events: DataFrame) -> DataFrame:
@@ -219,12 +216,16 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
 
 def _event_counts(events: DataFrame, keys: list[str]) -> DataFrame:
     is_pageview = F.col("type") == "pageview"
+    is_engagement = F.col("type") == ENGAGEMENT
     return events.groupBy(*keys).agg(
         F.count_if(_human() & is_pageview).alias("pageviews"),
         F.count_distinct(F.when(_human(), F.col("visitor_id"))).alias("visitors"),
         F.count_if(_human()).alias("events"),
         F.count_if(_is_bot()).alias("bot_events"),
-        F.count_if(_human() & ~F.col("type").isin(*BUILTIN_TYPES)).alias("custom_events"),
+        F.count_if(_human() & ~F.col("type").isin(*NON_CUSTOM_TYPES)).alias("custom_events"),
+        # CASE evaluates lazily: only engagement reports' props are parsed.
+        F.sum(F.when(_human() & is_engagement, engaged_ms(props_map()))).alias("engaged_ms"),
+        F.count_if(_human() & is_engagement).alias("engagements"),
     )
 
 
@@ -241,6 +242,7 @@ def _totals(events: DataFrame, sessions: DataFrame, keys: list[str]) -> DataFram
     # that began the hour before) and, given arbitrary inputs, sessions but no events.
     joined = _event_counts(events, keys).join(_session_counts(sessions, keys), keys, "full")
     zero = ["pageviews", "visitors", "events", "bot_events", "custom_events", "sessions", "bounces"]
+    zero += ["engaged_ms", "engagements"]
     return joined.fillna(0, subset=zero).fillna(0.0, subset=["visit_duration_s"])
 
 
@@ -253,7 +255,8 @@ def daily_totals(events: DataFrame, sessions: DataFrame) -> DataFrame:
     Output per ``(site_id, day)``: ``pageviews``, ``visitors``, ``sessions`` (started that
     day), ``bounces`` (LONG), ``bounce_rate`` (DOUBLE, 0.0 without sessions),
     ``visit_duration_s`` (DOUBLE mean, 0.0 without sessions), ``events``, ``bot_events``,
-    ``custom_events`` (LONG).
+    ``custom_events``, ``engaged_ms`` (each engagement report's capped at MAX_ENGAGED_MS, see
+    :func:`spark_jobs.columns.engaged_ms`), ``engagements`` (reports) (LONG).
     """
     totals = _totals(events, sessions, ["site_id", "day"])
     rate = F.when(F.col("sessions") > 0, F.col("bounces") / F.col("sessions")).otherwise(F.lit(0.0))
@@ -269,6 +272,8 @@ def daily_totals(events: DataFrame, sessions: DataFrame) -> DataFrame:
         "events",
         "bot_events",
         "custom_events",
+        "engaged_ms",
+        "engagements",
     )
 
 
@@ -359,6 +364,16 @@ def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
     return per_page.select(*columns).unionByName(entry.select(*columns))
 
 
+# The columns of rollup()'s breakdowns: those of breakdowns(), then those only some dimensions
+# have (null elsewhere; the load step leaves null ones out of the documents): engaged time
+# (page, ref), scroll depth (page), events (event, event_prop, goal), an event property's
+# parts (event_prop) and a goal's name (goal).
+BREAKDOWN_COLUMNS = ("site_id", "day", "dimension", "value", "pageviews", "visitors", "sessions", "bounces",
+                     "visit_duration_s", "ref", "page")  # fmt: skip
+BREAKDOWN_EXTRAS = ("engaged_ms", "engagements", "scroll_views", "scroll_sum", "events", "event", "prop",
+                    "prop_value", "name")  # fmt: skip
+
+
 def rollup(
     events: DataFrame,
     site_tz: DataFrame,
@@ -366,6 +381,7 @@ def rollup(
     transitions: Sequence[tuple[str, int]],
     gap_minutes: int = 30,
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> dict[str, DataFrame]:
     """The whole rollup of ``days`` (local days, ``YYYY-MM-DD`` strings or dates).
 
@@ -373,23 +389,35 @@ def rollup(
     UTC dates from the day before the first to the day after the last, so that UTC+14 and
     UTC-12 sites are complete and sessions that began the evening before are seen whole.
     Sessions are built over all of ``events`` and then kept by start day; everything else
-    is restricted to ``days``. ``transitions``: as for :func:`localize`.
+    is restricted to ``days``. ``transitions``: as for :func:`localize`. ``goals``: each
+    site's goal definitions (none by default).
 
     Returns ``{"daily", "hourly", "breakdowns", "sessions", "funnels"}`` as produced by
     :func:`daily_totals`, :func:`hourly_totals`, :func:`breakdowns`, :func:`sessionize` and
     :func:`spark_jobs.funnels.funnel_steps` of ``funnels`` (per site; none when None), whose
-    attempts, like sessions, are seen whole and kept by the day they start.
-    Each output re-derives the deduplicated events; the caller may persist ``events``.
+    attempts, like sessions, are seen whole and kept by the day they start; the breakdowns
+    with engaged time joined on (:func:`spark_jobs.conversions.with_engagement`) and the
+    ``event``, ``event_prop`` and ``goal`` rows of :mod:`spark_jobs.conversions` added:
+    columns :data:`BREAKDOWN_COLUMNS`, :data:`BREAKDOWN_EXTRAS` null where a dimension does
+    not have them. Each output re-derives the deduplicated events; the caller may persist
+    ``events``.
     """
     wanted = sorted({d.isoformat() if isinstance(d, dt.date) else d for d in days})
     local = localize(dedupe(events), site_tz, transitions)
     human_pageviews = only_humans(local).where(F.col("type") == "pageview")
     sessions = sessionize(human_pageviews, gap_minutes).where(F.col("day").isin(wanted))
     in_days = local.where(F.col("day").isin(wanted))
+    humans = only_humans(in_days)
+    pageview_rows = with_engagement(
+        breakdowns(human_pageviews.where(F.col("day").isin(wanted)), sessions), engagement_breakdowns(humans)
+    )
+    all_rows = pageview_rows
+    for rows in (event_breakdowns(humans), event_prop_breakdowns(humans), goal_breakdowns(humans, goals or {}, wanted)):
+        all_rows = all_rows.unionByName(rows, allowMissingColumns=True)
     return {
         "daily": daily_totals(in_days, sessions),
         "hourly": hourly_totals(in_days, sessions),
-        "breakdowns": breakdowns(human_pageviews.where(F.col("day").isin(wanted)), sessions),
+        "breakdowns": all_rows.select(*BREAKDOWN_COLUMNS, *BREAKDOWN_EXTRAS),
         "sessions": sessions,
         "funnels": funnel_steps(local, funnels or {}, gap_minutes).where(F.col("day").isin(wanted)),
     }

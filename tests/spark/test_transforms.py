@@ -30,7 +30,8 @@ SESSION_DDL = (
 )
 DAILY_DDL = (
     "site_id STRING, day STRING, pageviews BIGINT, visitors BIGINT, sessions BIGINT, bounces BIGINT, "
-    "bounce_rate DOUBLE, visit_duration_s DOUBLE, events BIGINT, bot_events BIGINT, custom_events BIGINT"
+    "bounce_rate DOUBLE, visit_duration_s DOUBLE, events BIGINT, bot_events BIGINT, custom_events BIGINT, "
+    "engaged_ms BIGINT, engagements BIGINT"
 )
 HOURLY_DDL = (
     "site_id STRING, day STRING, bucket_start BIGINT, pageviews BIGINT, visitors BIGINT, sessions BIGINT, "
@@ -40,6 +41,12 @@ BREAKDOWN_DDL = (
     "site_id STRING, day STRING, dimension STRING, value STRING, pageviews BIGINT, visitors BIGINT, "
     "sessions BIGINT, bounces BIGINT, visit_duration_s DOUBLE, ref STRING, page STRING"
 )
+# rollup()'s breakdowns: those of breakdowns() and the columns only some dimensions have.
+ROLLUP_BREAKDOWN_DDL = (
+    f"{BREAKDOWN_DDL}, engaged_ms BIGINT, engagements BIGINT, scroll_views BIGINT, scroll_sum BIGINT, "
+    "events BIGINT, event STRING, prop STRING, prop_value STRING, name STRING"
+)
+NO_ENGAGEMENT, NO_EVENTS = (None,) * 4, (None,) * 5
 
 
 def at(hours: float = 0, minutes: float = 0) -> int:
@@ -183,7 +190,8 @@ def test_bots_are_excluded_from_human_metrics_but_counted(make_events, make_zone
     assertDataFrameEqual(
         got,
         events.sparkSession.createDataFrame(
-            [("s", DAY, 2, 2, 2, 2, 1.0, 0.0, 3, 1, 1), ("s", NEXT_DAY, 0, 0, 0, 0, 0.0, 0.0, 0, 1, 0)], DAILY_DDL
+            [("s", DAY, 2, 2, 2, 2, 1.0, 0.0, 3, 1, 1, 0, 0), ("s", NEXT_DAY, 0, 0, 0, 0, 0.0, 0.0, 0, 1, 0, 0, 0)],
+            DAILY_DDL,
         ),
     )
 
@@ -250,7 +258,10 @@ def test_session_crossing_midnight_belongs_to_its_start_day(make_events, make_zo
     )
     zones = make_zones({"s": "Europe/Berlin"})
     both = rollup(events, zones, [DAY, NEXT_DAY], changes)
-    expected = [("s", DAY, 1, 1, 1, 0, 0.0, 1200.0, 1, 0, 0), ("s", NEXT_DAY, 1, 1, 0, 0, 0.0, 0.0, 1, 0, 0)]
+    expected = [
+        ("s", DAY, 1, 1, 1, 0, 0.0, 1200.0, 1, 0, 0, 0, 0),
+        ("s", NEXT_DAY, 1, 1, 0, 0, 0.0, 0.0, 1, 0, 0, 0, 0),
+    ]
     assertDataFrameEqual(both["daily"], events.sparkSession.createDataFrame(expected, DAILY_DDL))
     # Rolled up alone, the second day still sees the session as started the evening before.
     assert rollup(events, zones, [NEXT_DAY], changes)["sessions"].count() == 0
@@ -377,7 +388,7 @@ def rolled(make_events, make_zones, changes) -> dict[str, DataFrame]:
 
 def test_rollup_daily(spark: SparkSession, rolled):
     """The day's totals: duplicate, bot and the previous evening's session start left out of human metrics."""
-    expected = [("s", DAY, 4, 3, 2, 1, 0.5, 300.0, 5, 1, 1)]
+    expected = [("s", DAY, 4, 3, 2, 1, 0.5, 300.0, 5, 1, 1, 0, 0)]
     assertDataFrameEqual(rolled["daily"], spark.createDataFrame(expected, DAILY_DDL))
 
 
@@ -399,10 +410,12 @@ def test_rollup_sessions(spark: SparkSession, rolled):
 
 
 def test_rollup_breakdowns(spark: SparkSession, rolled):
-    """Every breakdown row of the day, with exact counts."""
+    """Every breakdown row of the day, with exact counts: pages and referrers with engaged time 0
+    (no engagement reports), the custom event counted once by name."""
 
     def row(dimension: str, value: str, pageviews: int, visitors: int, ref: str | None = None, page: str | None = None):
-        return ("s", DAY, dimension, value, pageviews, visitors, None, None, None, ref, page)
+        engagement = {"page": (0, 0, 0, 0), "ref": (0, None, None, None)}.get(dimension, (None,) * 4)
+        return ("s", DAY, dimension, value, pageviews, visitors, None, None, None, ref, page, *engagement, *NO_EVENTS)
 
     expected = [
         row("page", "/", 3, 3),
@@ -419,9 +432,10 @@ def test_rollup_breakdowns(spark: SparkSession, rolled):
         row("ref_type", "search", 1, 1),
         row("ref_type", "other", 1, 1),
         row("browser", "Firefox", 2, 1),
-        ("s", DAY, "entry_page", "/", 3, 2, 2, 1, 300.0, None, None),
+        ("s", DAY, "entry_page", "/", 3, 2, 2, 1, 300.0, None, None, *NO_ENGAGEMENT, *NO_EVENTS),
+        ("s", DAY, "event", "signup", 0, 1, None, None, None, None, None, *NO_ENGAGEMENT, 1, None, None, None, None),
     ]
-    assertDataFrameEqual(rolled["breakdowns"], spark.createDataFrame(expected, BREAKDOWN_DDL))
+    assertDataFrameEqual(rolled["breakdowns"], spark.createDataFrame(expected, ROLLUP_BREAKDOWN_DDL))
 
 
 def test_rollup_is_deterministic(make_events, make_zones, changes):

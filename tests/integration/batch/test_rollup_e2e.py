@@ -23,20 +23,28 @@ from zoneinfo import ZoneInfo
 import msgspec
 import pymongo
 import pytest
+from pymongo.database import Database
 
 from archive.archiver import build_archiver
 from archive.store import Archive, read_event_ids
 from footfall.config import Config
 from footfall.demo import DemoTraffic
+from footfall.goals import GoalSpec
 from footfall.models import Site
+from footfall.vocabulary import MAX_ENGAGED_MS
 from footfall_capture.events import Event, UserAgent
-from historical.rollups import REPO, run_rollup, spark_submit_command, spark_submit_env
+from historical.rollups import REPO, definitions_file, run_rollup, spark_submit_command, spark_submit_env
 from historical.store import BREAKDOWNS, DAILY, documents
 from tests.integration.batch.command_lines import watched_command_lines
-from tests.integration.batch.truth import exact
+from tests.integration.batch.truth import conversions, exact
 from tests.integration.kafka_tail import produce
 
 TZ = "Europe/Berlin"
+GOALS = [
+    GoalSpec("1", "page", name="Docs", path="/docs/*"),
+    GoalSpec("2", "event", name="Pro signup", event="signup", prop="plan", value="pro"),
+    GoalSpec("3", "event", name="Plan 3", event="signup", prop="plan", value="3"),
+]
 
 
 @pytest.fixture
@@ -51,7 +59,8 @@ def batch_cfg(cfg: Config, tmp_path: Path) -> Iterator[Config]:
 
 def two_days_of_traffic(site: str) -> tuple[list[Event], list[str]]:
     """Two local days (the day before yesterday and yesterday in Berlin) of page views, with
-    5 % duplicates, some bots, custom events and late events (received a day later)."""
+    5 % duplicates, some bots, custom events with properties, engagement reports (some over the
+    cap, some negative) and late events (received a day later)."""
     today = dt.datetime.now(ZoneInfo(TZ)).date()
     days = [(today - dt.timedelta(days=n)).isoformat() for n in (2, 1)]
     start = int(dt.datetime.combine(today - dt.timedelta(days=2), dt.time(), ZoneInfo(TZ)).timestamp() * 1000)
@@ -64,7 +73,12 @@ def two_days_of_traffic(site: str) -> tuple[list[Event], list[str]]:
         if i % 37 == 0:
             event = msgspec.structs.replace(event, ua=UserAgent(browser="Googlebot", device="bot", is_bot=True))
         if i % 53 == 0:
-            event = msgspec.structs.replace(event, type="signup", url=None, path=None, props={"plan": "pro"})
+            plan = "pro" if i % 2 else rng.choice(["free", "team", 3.0])
+            event = msgspec.structs.replace(event, type="signup", url=None, path=None, props={"plan": plan})
+        elif i % 7 == 0:
+            engaged = rng.choice([rng.randrange(1000, 120_000), 2 * MAX_ENGAGED_MS, -5])
+            props = {"engaged_ms": engaged, "scroll_depth": rng.randrange(101), "pageview_id": f"pv-{i % 350}"}
+            event = msgspec.structs.replace(event, type="engagement", props=props)
         if i % 41 == 0:
             event = msgspec.structs.replace(event, received_at=ts + 86_400_000)  # a straggler
         events.append(event)
@@ -105,7 +119,32 @@ def assert_matches_truth(cfg: Config, site: str, events: list[Event], days: list
         assert refs == dict(want["refs"])
         run = db["batch_runs"].find_one({"_id": f"{site}|{day}"})
         assert run["status"] == "complete"
+    assert_conversions_match_truth(db, site, events, days)
     client.close()
+
+
+def assert_conversions_match_truth(db: Database, site: str, events: list[Event], days: list[str]) -> None:
+    """Custom events, goals and engaged time as the contract defines them, exactly."""
+    truth = conversions(events, TZ, set(days), GOALS)
+    for day in days:
+        want = truth[day]
+        doc = db[DAILY].find_one({"_id": f"{site}|{day}"})
+        assert (doc["engaged_ms"], doc["engagements"]) == (want["engaged_ms"], want["engagements"]), day
+        assert want["engagements"] > 0
+        assert doc["custom_events"] == sum(n for n, _ in want["events"].values())
+
+        def rows(dimension: str, fields: tuple[str, ...], day: str = day) -> dict[str, tuple]:
+            found = db[BREAKDOWNS].find({"site_id": site, "day": day, "dimension": dimension})
+            return {d["value"]: tuple(d[f] for f in fields) for d in found}
+
+        assert rows("event", ("events", "visitors")) == want["events"]
+        assert rows("goal", ("events", "visitors")) == want["goals"]
+        assert all(n > 0 for n, _ in want["goals"].values()), want["goals"]
+        pages = rows("page", ("engaged_ms",))
+        assert {p: ms for p, (ms,) in pages.items() if ms} == {p: ms for p, ms in want["page_engaged_ms"].items() if ms}
+        plans = rows("event_prop", ("prop_value", "events"))
+        assert sum(n for _, n in plans.values()) == want["events"]["signup"][0]
+        assert "3" in {value for value, _ in plans.values()}
 
 
 @pytest.mark.django_db
@@ -123,8 +162,9 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
     secret = f"s3cret-{uuid.uuid4().hex}"
     secret_cfg = dataclasses.replace(batch_cfg, mongo_url=f"{batch_cfg.mongo_url.rstrip('/')}/?appname={secret}")
     assert not any(secret in arg for arg in spark_submit_command(secret_cfg, "local[2]", first, last, {site: TZ}))
+    goals = {site: GOALS}
     with watched_command_lines("spark_jobs/rollup.py") as seen:
-        result = run_rollup(secret_cfg, first, last, [site])
+        result = run_rollup(secret_cfg, first, last, [site], goals=goals)
     assert seen, "no process of the job was seen running"
     assert not [line for line in seen if secret in line]
     assert sorted(result.days) == [(site, d) for d in days]
@@ -141,17 +181,18 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
     db[BREAKDOWNS].insert_one(
         {"_id": f"{site}|{days[1]}|page|stale", "site_id": site, "day": days[1], "dimension": "page"}
     )
-    proc = subprocess.Popen(
-        spark_submit_command(batch_cfg, "local[2]", first, last, {site: TZ}), stdout=subprocess.PIPE, text=True,
-        env=spark_submit_env(batch_cfg), cwd=REPO, start_new_session=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("progress"):
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait(30)
-    run_rollup(batch_cfg, first, last, [site])
+    with definitions_file(goals) as goals_path:
+        proc = subprocess.Popen(
+            spark_submit_command(batch_cfg, "local[2]", first, last, {site: TZ}, goals_path=goals_path),
+            stdout=subprocess.PIPE, text=True, env=spark_submit_env(batch_cfg), cwd=REPO, start_new_session=True,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("progress"):
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+        proc.wait(30)
+    run_rollup(batch_cfg, first, last, [site], goals=goals)
     assert documents(db, site, days) == before, "a re-run after a kill did not restore identical documents"
 
     # The same job on the local standalone cluster gives the same documents.
@@ -159,6 +200,6 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
     assert cluster, "start the stack's spark-cluster (deploy/local/test.sh does)"
     db.drop_collection(DAILY)
     db.drop_collection(BREAKDOWNS)
-    run_rollup(batch_cfg, first, last, [site], master=cluster)
+    run_rollup(batch_cfg, first, last, [site], master=cluster, goals=goals)
     assert documents(db, site, days) == before, "the cluster run differs from local[*]"
     client.close()

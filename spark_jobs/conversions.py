@@ -1,0 +1,191 @@
+"""The rollup's breakdowns of custom events, their properties, goals and engaged time: pure
+DataFrame → DataFrame functions, like :mod:`spark_jobs.transforms` (which wires them into
+:func:`spark_jobs.transforms.rollup`).
+
+Every input is localized, deduplicated *human* events of the days rolled up (all types): bots
+never count here. Each output has the breakdowns' key columns ``site_id``, ``day``,
+``dimension``, ``value`` and ``pageviews`` (0 where page views mean nothing), ``visitors``
+(distinct non-null ``visitor_id`` of the counted events: never to be summed across days),
+plus the columns its function names; :func:`spark_jobs.transforms.rollup` unions them with
+the page-view breakdowns, null in the columns a dimension does not have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from footfall.goals import PAGE, GoalSpec
+from footfall.vocabulary import ENGAGEMENT, EVENT_PROP_VALUES, NON_CUSTOM_TYPES, PROP_SEPARATOR, VALUE_OTHER
+from spark_jobs.columns import engaged_ms, pageview_key, props_map, ref_label, scroll_depth
+
+GOAL_DDL = "site_id STRING, day STRING, goal_id STRING, name STRING"
+
+
+def _custom(events: DataFrame) -> DataFrame:
+    return events.where(~F.col("type").isin(*NON_CUSTOM_TYPES))
+
+
+def _keyed(rows: DataFrame, dimension: str, value: Column, *columns: str) -> DataFrame:
+    """``rows`` as breakdown rows of ``dimension``: the key columns, ``pageviews`` 0, ``columns``."""
+    key = ["site_id", "day", F.lit(dimension).alias("dimension"), value.alias("value")]
+    return rows.select(*key, F.lit(0).cast("long").alias("pageviews"), *columns)
+
+
+def event_breakdowns(events: DataFrame) -> DataFrame:
+    """Custom events (types not in NON_CUSTOM_TYPES) per name: dimension ``event``, ``value`` the
+    name. Output: the key columns, ``pageviews`` (0), ``visitors``, ``events`` (LONG)."""
+    counted = (
+        _custom(events)
+        .groupBy("site_id", "day", "type")
+        .agg(F.count("*").alias("events"), F.count_distinct("visitor_id").alias("visitors"))
+    )
+    return _keyed(counted, "event", F.col("type"), "visitors", "events")
+
+
+def event_prop_breakdowns(events: DataFrame, top: int = EVENT_PROP_VALUES) -> DataFrame:
+    """Custom events per (name, property, value text): dimension ``event_prop``.
+
+    A property's text is :func:`footfall.goals.prop_text` of its JSON value (null is "").
+    Per (site, day, event, property) the ``top`` texts with the most events (ties: text
+    ascending) are kept; the others count together as :data:`VALUE_OTHER`, their visitors
+    distinct over all of them (a real value spelled ``(other)`` counts in that row too).
+    ``value`` is ``event + PROP_SEPARATOR + prop + PROP_SEPARATOR + text``.
+
+    Output: the key columns, ``pageviews`` (0), ``visitors``, ``events`` (LONG), ``event``,
+    ``prop``, ``prop_value`` (STRING: the text, or ``(other)``).
+    """
+    keys = ["site_id", "day", "event", "prop"]
+    pairs = _custom(events).select(
+        "site_id", "day", "visitor_id", F.col("type").alias("event"), F.explode(props_map()).alias("prop", "_text")
+    )
+    pairs = pairs.withColumn("_text", F.coalesce("_text", F.lit("")))
+    ranked = F.row_number().over(Window.partitionBy(*keys).orderBy(F.col("_n").desc(), F.col("_text").asc()))
+    labels = (
+        pairs.groupBy(*keys, "_text")
+        .agg(F.count("*").alias("_n"))
+        .select(*keys, "_text", F.when(ranked <= top, F.col("_text")).otherwise(F.lit(VALUE_OTHER)).alias("prop_value"))
+    )
+    # Visitors of (other) must be distinct over all its texts: relabel the events, then count.
+    counted = (
+        pairs.join(labels, [*keys, "_text"])
+        .groupBy(*keys, "prop_value")
+        .agg(F.count("*").alias("events"), F.count_distinct("visitor_id").alias("visitors"))
+    )
+    value = F.concat("event", F.lit(PROP_SEPARATOR), "prop", F.lit(PROP_SEPARATOR), "prop_value")
+    return _keyed(counted, "event_prop", value, "visitors", "events", "event", "prop", "prop_value")
+
+
+def _goal_condition(spec: GoalSpec, props: Column) -> Column:
+    """Whether an event reaches ``spec``, as :meth:`GoalSpec.matches` decides it."""
+    if spec.kind == PAGE:
+        return (F.col("type") == "pageview") & F.coalesce(F.col("path").rlike(spec.regex), F.lit(False))
+    reached = F.col("type") == spec.event
+    if spec.prop:
+        text = F.coalesce(props[spec.prop], F.lit(""))
+        reached &= F.coalesce(F.map_contains_key(props, spec.prop) & (text == spec.value), F.lit(False))
+    return reached
+
+
+def goal_breakdowns(events: DataFrame, goals: Mapping[str, Sequence[GoalSpec]], days: Iterable[str]) -> DataFrame:
+    """Conversions per goal: dimension ``goal``, ``value`` the goal's id.
+
+    ``goals``: each site's goal definitions (sites without any are left out). Every goal of a
+    site gets a row for every one of ``days``, zeros when nothing reached it, so a day rolled up
+    with the goal defined is told apart from one rolled up before it was. Conditions are
+    literals, chosen per site, so each event is tested against its own site's goals only and
+    every pattern is compiled once. A goal id given twice for one site is an error.
+
+    Output: the key columns, ``pageviews`` (0), ``visitors`` (unique conversions), ``events``
+    (LONG: total conversions), ``name`` (STRING: the goal's name).
+    """
+    days = sorted(set(days))
+    spark = events.sparkSession
+    defined = [(site, day, g.goal_id, g.name) for site, specs in sorted(goals.items()) for g in specs for day in days]
+    for site, specs in goals.items():
+        ids = [g.goal_id for g in specs]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"goals of site {site!r}: a goal_id is given twice")
+    zeros = spark.createDataFrame(defined, GOAL_DDL)
+    props = props_map()
+    reached: Column | None = None
+    for site, specs in sorted(goals.items()):
+        if not specs:
+            continue
+        ids = F.array(*[F.when(_goal_condition(g, props), F.lit(g.goal_id)) for g in specs])
+        on_site = F.col("site_id") == F.lit(site)
+        reached = F.when(on_site, ids) if reached is None else reached.when(on_site, ids)
+    if reached is None:
+        counts = spark.createDataFrame([], "site_id STRING, day STRING, goal_id STRING, events LONG, visitors LONG")
+    else:
+        counts = (
+            events.where(F.col("site_id").isin(*goals))
+            .select("site_id", "day", "visitor_id", F.explode(F.array_compact(reached)).alias("goal_id"))
+            .groupBy("site_id", "day", "goal_id")
+            .agg(F.count("*").alias("events"), F.count_distinct("visitor_id").alias("visitors"))
+        )
+    joined = zeros.join(counts, ["site_id", "day", "goal_id"], "left").fillna(0, subset=["events", "visitors"])
+    return _keyed(joined, "goal", F.col("goal_id"), "visitors", "events", "name")
+
+
+def engagement_breakdowns(events: DataFrame) -> DataFrame:
+    """Engaged time and scroll depth of the engagement reports (type ENGAGEMENT), per page
+    (dimension ``page``, the report's path; reports without a path are left out) and per
+    referrer label (dimension ``ref``, the report's own: the tracker sends its page view's).
+
+    A report's engaged time is capped at MAX_ENGAGED_MS (missing or negative: 0). A page view's
+    scroll depth is the greatest ``scroll_depth`` of its reports (by ``pageview_id``; a report
+    without one is a page view of its own); page views whose reports carry none have no depth.
+
+    Output per ``(site_id, day, dimension, value)``: ``engaged_ms`` (LONG); for ``page`` also
+    ``engagements`` (LONG: reports), ``scroll_views`` (LONG: page views with a depth) and
+    ``scroll_sum`` (LONG: the sum of their depths), null for ``ref``.
+    """
+    props = props_map()
+    reports = events.where(F.col("type") == ENGAGEMENT).select(
+        "site_id", "day", "path", ref_label().alias("ref"), engaged_ms(props).alias("_ms"),
+        scroll_depth(props).alias("_depth"), pageview_key(props).alias("_pageview"),
+    )  # fmt: skip
+    per_view = (
+        reports.where(F.col("path").isNotNull())
+        .groupBy("site_id", "day", "path", "_pageview")
+        .agg(F.sum("_ms").alias("_ms"), F.count("*").alias("_n"), F.max("_depth").alias("_depth"))
+    )
+    pages = per_view.groupBy("site_id", "day", F.col("path").alias("value")).agg(
+        F.sum("_ms").cast("long").alias("engaged_ms"),
+        F.sum("_n").cast("long").alias("engagements"),
+        F.count("_depth").alias("scroll_views"),
+        F.coalesce(F.sum("_depth"), F.lit(0)).cast("long").alias("scroll_sum"),
+    )
+    refs = reports.groupBy("site_id", "day", F.col("ref").alias("value")).agg(
+        F.sum("_ms").cast("long").alias("engaged_ms")
+    )
+    return pages.withColumn("dimension", F.lit("page")).unionByName(
+        refs.withColumn("dimension", F.lit("ref")), allowMissingColumns=True
+    )
+
+
+def with_engagement(breakdowns: DataFrame, engagement: DataFrame) -> DataFrame:
+    """The page-view ``breakdowns`` (:func:`spark_jobs.transforms.breakdowns`) with the
+    ``engagement`` of :func:`engagement_breakdowns` joined on.
+
+    ``page`` rows gain ``engaged_ms``, ``engagements``, ``scroll_views``, ``scroll_sum`` and
+    ``ref`` rows ``engaged_ms`` (0 without reports; null for other dimensions); a page or
+    referrer with reports but no page view that day gets a row of its own, with ``pageviews``
+    and ``visitors`` 0. Output: the input's columns plus those four.
+    """
+    keys = ["site_id", "day", "dimension", "value"]
+    joined = breakdowns.join(engagement, keys, "full")
+    is_page, is_ref = F.col("dimension") == "page", F.col("dimension") == "ref"
+    page_or_ref = is_page | is_ref
+    return joined.select(
+        *[F.col(c) for c in breakdowns.columns if c not in {*keys, "pageviews", "visitors"}],
+        *keys,
+        F.coalesce("pageviews", F.lit(0)).alias("pageviews"),
+        F.coalesce("visitors", F.lit(0)).alias("visitors"),
+        F.when(page_or_ref, F.coalesce("engaged_ms", F.lit(0))).cast("long").alias("engaged_ms"),
+        *[F.when(is_page, F.coalesce(c, F.lit(0))).cast("long").alias(c) for c in ("engagements", "scroll_views")],
+        F.when(is_page, F.coalesce("scroll_sum", F.lit(0))).cast("long").alias("scroll_sum"),
+    ).select(*breakdowns.columns, "engaged_ms", "engagements", "scroll_views", "scroll_sum")
