@@ -40,7 +40,7 @@ from archive.reader import read_events
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS, DefinitionError, FunnelSpec, GoalSpec
 from historical.buckets import span_transitions
 from historical.store import MONGO_URL_VARIABLE, DayDocuments, connect, ensure_indexes, hour_document, load_day
-from spark_jobs.transforms import BREAKDOWN_EXTRAS, localize, rollup
+from spark_jobs.transforms import BREAKDOWN_EXTRAS, localize, localized, rollup_localized
 
 CHUNK_DAYS = 7
 DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical documents
@@ -169,7 +169,29 @@ def transform_and_load(
     tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
     funnels = {site: list(specs) for site, specs in (funnels or {}).items() if site in site_tz}
-    result = rollup(events, tz_df, list(days), changes, funnels=funnels, goals=goals)
+    # Deduplicated and localized once, for every output: each would otherwise redo the shuffle.
+    local = localized(events, tz_df, changes).persist()
+    try:
+        return _load(spark, events, local, site_tz, days, mongo_url, mongo_db, funnels, goals, tz_df, changes)
+    finally:
+        local.unpersist()
+
+
+def _load(
+    spark: SparkSession,
+    events: DataFrame,
+    local: DataFrame,
+    site_tz: dict[str, str],
+    days: Sequence[str],
+    mongo_url: str,
+    mongo_db: str,
+    funnels: Mapping[str, Sequence[FunnelSpec]],
+    goals: Mapping[str, Sequence[GoalSpec]] | None,
+    tz_df: DataFrame,
+    changes: list[tuple[str, int]],
+) -> list[tuple[str, str, int]]:
+    """The rest of :func:`transform_and_load`, over its persisted ``local`` rows."""
+    result = rollup_localized(local, list(days), funnels=funnels, goals=goals)
     # Rows read per local day before dedup: the run record says what the figures came from.
     counted = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
     read = {(r["site_id"], r["day"]): r["count"] for r in counted.collect()}

@@ -399,11 +399,27 @@ def rollup(
     with engaged time joined on (:func:`spark_jobs.conversions.with_engagement`) and the
     ``event``, ``event_prop`` and ``goal`` rows of :mod:`spark_jobs.conversions` added:
     columns :data:`BREAKDOWN_COLUMNS`, :data:`BREAKDOWN_EXTRAS` null where a dimension does
-    not have them. Each output re-derives the deduplicated events; the caller may persist
-    ``events``.
+    not have them. Each output re-derives the deduplicated events: a caller running them all
+    persists :func:`localized` and calls :func:`rollup_localized`.
     """
+    return rollup_localized(localized(events, site_tz, transitions), days, gap_minutes, funnels, goals)
+
+
+def localized(events: DataFrame, site_tz: DataFrame, transitions: Sequence[tuple[str, int]]) -> DataFrame:
+    """:func:`localize` of :func:`dedupe`: the rows every output of :func:`rollup` starts from.
+    A caller that persists them spares each output its own dedupe shuffle."""
+    return localize(dedupe(events), site_tz, transitions)
+
+
+def rollup_localized(
+    local: DataFrame,
+    days: Iterable[str | dt.date],
+    gap_minutes: int = 30,
+    funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
+) -> dict[str, DataFrame]:
+    """:func:`rollup` of rows already :func:`localized`."""
     wanted = sorted({d.isoformat() if isinstance(d, dt.date) else d for d in days})
-    local = localize(dedupe(events), site_tz, transitions)
     human_pageviews = only_humans(local).where(F.col("type") == "pageview")
     sessions = sessionize(human_pageviews, gap_minutes).where(F.col("day").isin(wanted))
     in_days = local.where(F.col("day").isin(wanted))
