@@ -95,6 +95,25 @@ class DemoTraffic:
             "user_agent": AGENTS[visitor % len(AGENTS)][3],
         }
 
+    def visit(self, ts_ms: int) -> list[dict[str, object]]:
+        """A page view as :meth:`beacon` gives it, ending at ``ts_ms``, and what its visitor
+        did there, as the tracker reports it: about half report engaged time and scroll depth
+        (the page view is then that much earlier), and a third of the pricing page's visitors
+        sign up (a custom event with a plan, the demo's goal). Nothing lies after ``ts_ms``."""
+        rng = self._rng
+        view = {**self.beacon(ts_ms), "event_id": new_event_id()}
+        out = [view]
+        if rng.random() < 0.5:
+            engaged = rng.randrange(2_000, 180_000)
+            props = {"engaged_ms": engaged, "scroll_depth": rng.randrange(10, 101), "pageview_id": view["event_id"]}
+            view["ts"] = ts_ms - engaged
+            out.append({**view, "type": "engagement", "event_id": new_event_id(), "ts": ts_ms, "props": props})
+        if str(view["url"]).endswith("/pricing") and rng.random() < 0.3:
+            view["ts"] = min(int(view["ts"]), ts_ms - rng.randrange(10_000, 300_000))  # type: ignore[call-overload]
+            signup = {**view, "type": "signup", "event_id": new_event_id(), "ts": ts_ms, "referrer": None}
+            out.append({**signup, "props": {"plan": rng.choice(["pro", "pro", "free"])}})
+        return out
+
     def event(self, ts_ms: int, received_at_ms: int | None = None) -> Event:
         """One already-enriched page view at event time ``ts_ms`` (ms, UTC), for tests of the
         consumers that need events without running the collector."""

@@ -13,6 +13,10 @@ eval "$("$py" -m deploy.local.stack env)"
 "$py" manage.py migrate --noinput >/dev/null
 # The demo site and its ingest key (kept, readable by this user only, in the state dir).
 "$py" manage.py create_site demo --name "Demo site" --domain demo.footfall.local >/dev/null
+# Its goals and a funnel, so the dashboard's conversion panels have something to show.
+"$py" manage.py create_goal demo --name Pricing --page /pricing >/dev/null
+"$py" manage.py create_goal demo --name "Pro sign-up" --event signup --prop plan --value pro >/dev/null
+"$py" manage.py create_funnel demo --name "Pricing to pro" --step Pricing --step "Pro sign-up" >/dev/null
 key_file="$FOOTFALL_DATA_DIR/demo-api-key"
 if [ ! -s "$key_file" ]; then
   (umask 077; "$py" manage.py create_api_key demo --name demo-traffic --scope ingest --scope read > "$key_file")

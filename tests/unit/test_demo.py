@@ -31,3 +31,18 @@ def test_mix_looks_like_real_traffic() -> None:
     assert len(pages) == 8
     assert {e.ref_type for e in events} == {"direct", "search", "social", "email", "other"}
     assert len({e.visitor_id for e in events}) <= 200
+
+
+def test_a_visit_reports_engagement_and_signups_no_later_than_its_time() -> None:
+    traffic = DemoTraffic(site_id="demo", seed=3)
+    visits = [traffic.visit(1_800_000_000_000) for _ in range(2000)]
+    assert all(b["ts"] <= 1_800_000_000_000 for v in visits for b in v)
+    reports = [b for v in visits for b in v if b.get("type") == "engagement"]
+    signups = [b for v in visits for b in v if b.get("type") == "signup"]
+    assert 800 < len(reports) < 1200
+    assert signups
+    assert all(str(s["url"]).endswith("/pricing") for s in signups)
+    for visit in visits:
+        for b in visit[1:]:
+            if b["type"] == "engagement":
+                assert b["props"]["pageview_id"] == visit[0]["event_id"]  # type: ignore[index]

@@ -72,7 +72,7 @@ class Command(BaseCommand):
             carry -= int(carry)
             now_ms = int(time.time() * 1000)
             # Spread the second's events over the last second of event time.
-            batch = [traffic.beacon(now_ms - int(1000 * i / max(n, 1))) for i in range(n)]
+            batch = [b for i in range(n) for b in traffic.visit(now_ms - int(1000 * i / max(n, 1)))]
             if batch:
                 ok = self._post(endpoint, key, batch)
                 sent += len(batch)
@@ -91,14 +91,14 @@ class Command(BaseCommand):
             start = today - back * 86_400_000
             times = sorted(start + int(86_400_000 * i / per_day) for i in range(per_day))
             for first in range(0, len(times), 500):
-                batch = [traffic.beacon(ts) for ts in times[first : first + 500]]
+                batch = [b for ts in times[first : first + 500] for b in traffic.visit(ts)]
                 for _attempt in range(5):
                     ok = self._post(endpoint, key, batch)
                     if ok:
                         accepted += ok
                         break
                     time.sleep(1)
-        self.stdout.write(f"demo traffic: backfilled {accepted} page views over the last {days} days")
+        self.stdout.write(f"demo traffic: backfilled {accepted} events over the last {days} days")
 
     def _post(self, endpoint: str, key: str, batch: list[dict[str, object]]) -> int:
         if not endpoint.startswith(("http://", "https://")):
