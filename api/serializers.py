@@ -166,6 +166,19 @@ class RealtimeSerializer(serializers.Serializer):
     sources = LiveSourcesSerializer()
 
 
+class RangedSerializer(serializers.Serializer):
+    """An answer over a range: ``from`` (a Python keyword, hence the rename), ``to``, ``tz``."""
+
+    from_ = serializers.DateTimeField()
+    to = serializers.DateTimeField()
+    tz = serializers.CharField()
+
+    def get_fields(self) -> dict:
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+
 class GoalInputSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     kind = serializers.ChoiceField(choices=["page", "event"])
@@ -191,19 +204,11 @@ class GoalResultSerializer(GoalSerializer):
     conversion_rate = serializers.FloatField(allow_null=True, help_text="visitors / visitors of the range")
 
 
-class GoalsSerializer(serializers.Serializer):
+class GoalsSerializer(RangedSerializer):
     site_id = serializers.CharField()
-    from_ = serializers.DateTimeField()
-    to = serializers.DateTimeField()
-    tz = serializers.CharField()
     visitors = serializers.IntegerField(allow_null=True, help_text="visitors of the range (the rates' base)")
     results = GoalResultSerializer(many=True)
     sources = SourcesSerializer()
-
-    def get_fields(self) -> dict:
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields
 
 
 class FunnelInputSerializer(serializers.Serializer):
@@ -237,23 +242,15 @@ class EventPropertyRowSerializer(serializers.Serializer):
     visitors = serializers.IntegerField()
 
 
-class EventPropertiesSerializer(serializers.Serializer):
+class EventPropertiesSerializer(RangedSerializer):
     site_id = serializers.CharField()
     event = serializers.CharField()
     property = serializers.CharField()
-    from_ = serializers.DateTimeField()
-    to = serializers.DateTimeField()
-    tz = serializers.CharField()
     results = EventPropertyRowSerializer(many=True)
     page = serializers.IntegerField()
     limit = serializers.IntegerField()
     total = serializers.IntegerField()
     sources = SourcesSerializer()
-
-    def get_fields(self) -> dict:
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields
 
 
 class FunnelStepResultSerializer(serializers.Serializer):
@@ -266,19 +263,11 @@ class FunnelStepResultSerializer(serializers.Serializer):
     median_estimated = serializers.BooleanField()
 
 
-class FunnelReportSerializer(serializers.Serializer):
+class FunnelReportSerializer(RangedSerializer):
     site_id = serializers.CharField()
     funnel_id = serializers.CharField()
     name = serializers.CharField()
     window_minutes = serializers.IntegerField()
     strict = serializers.BooleanField()
-    from_ = serializers.DateTimeField()
-    to = serializers.DateTimeField()
-    tz = serializers.CharField()
     steps = FunnelStepResultSerializer(many=True)
     sources = SourcesSerializer()
-
-    def get_fields(self) -> dict:
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields

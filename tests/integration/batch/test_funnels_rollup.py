@@ -9,12 +9,9 @@ sums the days.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import datetime as dt
 import statistics
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pymongo
@@ -104,26 +101,16 @@ def steps(first: int, *later: list[int]) -> list[dict]:
     return out
 
 
-@pytest.fixture
-def funnel_cfg(cfg: Config, tmp_path: Path) -> Iterator[Config]:
-    """The configuration with a private archive directory and Mongo database."""
-    name = f"test_{uuid.uuid4().hex[:10]}"
-    yield dataclasses.replace(cfg, archive_url=(tmp_path / "archive").as_uri(), mongo_db=name)
-    client: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url)
-    client.drop_database(name)
-    client.close()
-
-
 @pytest.mark.django_db
-def test_funnels_roll_up_exactly_and_idempotently(funnel_cfg: Config) -> None:
+def test_funnels_roll_up_exactly_and_idempotently(batch_cfg: Config) -> None:
     site = f"f-{uuid.uuid4().hex[:8]}"
     Site.objects.create(site_id=site, name="Funnels", domains=["example.com"], timezone=TZ)
-    archive(funnel_cfg, traffic(site))
+    archive(batch_cfg, traffic(site))
     first, last = dt.date.fromisoformat(DAY1), dt.date.fromisoformat(DAY2)
-    client: pymongo.MongoClient = pymongo.MongoClient(funnel_cfg.mongo_url)
-    db = client[funnel_cfg.mongo_db]
+    client: pymongo.MongoClient = pymongo.MongoClient(batch_cfg.mongo_url)
+    db = client[batch_cfg.mongo_db]
     try:
-        run_rollup(funnel_cfg, first, last, [site], funnels={site: [SIGNUP, STRICT]})
+        run_rollup(batch_cfg, first, last, [site], funnels={site: [SIGNUP, STRICT]})
         got = {(d["day"], d["funnel_id"]): d for d in db[FUNNELS].find({"site_id": site})}
         assert {key: (d["_id"], d["name"]) for key, d in got.items()} == {
             (DAY1, "1"): (f"{site}|{DAY1}|1", "Signup"),
@@ -137,10 +124,10 @@ def test_funnels_roll_up_exactly_and_idempotently(funnel_cfg: Config) -> None:
         assert got[(DAY2, "2")]["steps"] == steps(0, [])  # nobody started it: zeros, still there
 
         before = documents(db, site, [DAY1, DAY2])
-        run_rollup(funnel_cfg, first, last, [site], funnels={site: [SIGNUP, STRICT]})
+        run_rollup(batch_cfg, first, last, [site], funnels={site: [SIGNUP, STRICT]})
         assert documents(db, site, [DAY1, DAY2]) == before, "a re-run changed the documents"
 
-        run_rollup(funnel_cfg, first, last, [site], funnels={site: [SIGNUP]})
+        run_rollup(batch_cfg, first, last, [site], funnels={site: [SIGNUP]})
         assert sorted(d["_id"] for d in db[FUNNELS].find({"site_id": site})) == [
             f"{site}|{DAY1}|1",
             f"{site}|{DAY2}|1",

@@ -16,8 +16,6 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import msgspec
@@ -45,16 +43,6 @@ GOALS = [
     GoalSpec("2", "event", name="Pro signup", event="signup", prop="plan", value="pro"),
     GoalSpec("3", "event", name="Plan 3", event="signup", prop="plan", value="3"),
 ]
-
-
-@pytest.fixture
-def batch_cfg(cfg: Config, tmp_path: Path) -> Iterator[Config]:
-    """The configuration with a private archive directory and Mongo database."""
-    name = f"test_{uuid.uuid4().hex[:10]}"
-    yield dataclasses.replace(cfg, archive_url=(tmp_path / "archive").as_uri(), mongo_db=name)
-    client: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url)
-    client.drop_database(name)
-    client.close()
 
 
 def two_days_of_traffic(site: str) -> tuple[list[Event], list[str]]:
