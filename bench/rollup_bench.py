@@ -200,20 +200,25 @@ def start_spark(driver_memory: str) -> Any:
 
 
 def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list[str]) -> Run:
-    """The job's read_events and transforms (``rollup``), its breakdowns of DIMENSIONS as Arrow."""
+    """The job's read_events and transforms as ``transform_and_load`` runs them (the localized, deduplicated rows
+    persisted once, then ``rollup_localized``), its breakdowns of DIMENSIONS as Arrow."""
     from pyspark.sql import functions as F
 
     from archive.reader import read_events
     from spark_jobs.rollup import zone_changes
-    from spark_jobs.transforms import rollup
+    from spark_jobs.transforms import localized, rollup_localized
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     cpu, started = cpu_seconds(jvm) + cpu_seconds(), time.monotonic()
     events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
-    breakdowns = rollup(events, zones, days, changes, goals=site_goals())["breakdowns"]
-    table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES).toArrow()
+    local = localized(events, zones, changes).persist()
+    try:
+        breakdowns = rollup_localized(local, days, goals=site_goals())["breakdowns"]
+        table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES).toArrow()
+    finally:
+        local.unpersist(blocking=True)  # the next round reads the archive again, as the next night's job
     return Run(table, time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu)
 
 
