@@ -11,6 +11,7 @@ import datetime as dt
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -92,6 +93,13 @@ def site_goals() -> dict[str, list[GoalSpec]]:
         ]
         for site_id, _, _, _, _, prefix in SITES
     }
+
+
+def re2_regex(pattern: str) -> str:
+    """A page goal's pattern as DuckDB's RE2 reads it, matching what ``GoalSpec.regex`` matches. RE2 has
+    neither the atomic groups nor the lookahead that regex uses against Java's backtracking (RE2 does not
+    backtrack), and its ``$`` is the end of the text."""
+    return "(?s)^" + ".*".join(re.escape(part) for part in pattern.split("*")) + "$"
 
 
 def _allocate(total: int, weights: Sequence[float]) -> list[int]:
@@ -343,8 +351,8 @@ def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], date
         con.executemany("INSERT INTO site_tz VALUES (?, ?)", list(site_tz.items()))
         con.execute("CREATE TABLE goals (site_id VARCHAR, goal_id VARCHAR, kind VARCHAR, regex VARCHAR, "
                     "event VARCHAR, prop VARCHAR, value VARCHAR)")  # fmt: skip
-        goals = [(site, g.goal_id, g.kind, g.regex, g.event, g.prop, g.value) for site, specs in site_goals().items()
-                 for g in specs if site in site_tz]  # fmt: skip
+        goals = [(site, g.goal_id, g.kind, re2_regex(g.path) if g.kind == "page" else "", g.event, g.prop, g.value)
+                 for site, specs in site_goals().items() for g in specs if site in site_tz]  # fmt: skip
         con.executemany("INSERT INTO goals VALUES (?, ?, ?, ?, ?, ?, ?)", goals)
         params = {"files": f"{root / EVENTS_DIR}/*/*/*/*.parquet", "dates": dates, "sites": sorted(site_tz),
                   "days": days, "default_tz": DEFAULT_TZ, "direct": REF_DIRECT, "unknown": REF_UNKNOWN,
