@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import itertools
+import json
 import math
 import os
 import random
@@ -18,24 +18,22 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import msgspec
 import redis
 import urllib3
 
 from bench import harness
+from bench.api_data import FUNNEL_DEF, GOAL_DEFS, SEED, TZ, Definitions, seed
 from bench.harness import OUT, REPO, BenchError, Server, machine, manage, unlink_matching
 from footfall.config import load_config
-from footfall.demo import DemoTraffic
-from footfall.vocabulary import INTERVALS, METRICS, REFPAGE_SEPARATOR
-from footfall_capture.events import Event, Utm
-from historical.buckets import day_buckets
-from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, DayDocuments, connect, hour_document, load_day
+from footfall.goals import FunnelSpec, GoalSpec
+from footfall.vocabulary import BREAKDOWN_METRICS, CUSTOM_EVENT_DIMENSIONS, INTERVALS, METRICS
+from historical.store import BREAKDOWNS, DAILY, FUNNELS, HOURLY, RUNS, connect
 from query import params as p
 from query.realtime import RealtimeQueries
 from query.service import QueryService, SiteInfo
@@ -43,147 +41,60 @@ from realtime.keys import PREFIX, KeyLayout
 from realtime.store import CounterStore
 
 GOALS = {"realtime_p95_ms": 100.0, "history_p95_ms": 300.0, "ratio": 3.0}
-TZ, SEED, TIMEOUT, RAW_BUDGET_S, DAILY_PAGEVIEWS = "Europe/Berlin", 7, 120, 60.0, 150_000
+TIMEOUT, RAW_BUDGET_S = 120, 60.0
 
 
-def zipf(n: int, s: float) -> list[float]:
-    weights = [1.0 / (i + 1) ** s for i in range(n)]
-    return [w / sum(weights) for w in weights]
-
-
-# 40 pages, 12 referrer domains plus direct, most popular first; a referrer -> page pair has a document on days
-# with 300 views or more (the local Mongo-wire server scans every document: a larger site measures its scan).
-PAGES = ["/", "/pricing", "/docs", "/blog", "/about", "/contact", "/signup", "/login"]
-PAGES += [f"/{('blog', 'docs', 'guides', 'changelog')[i % 4]}/post-{i}" for i in range(8, 40)]
-REFS = [("(direct)", "direct"), ("google.com", "search"), ("bing.com", "search"), ("news.ycombinator.com", "social"),
-        ("reddit.com", "social"), ("t.co", "social"), ("duckduckgo.com", "search"), ("mail.google.com", "email"),
-        ("linkedin.com", "social"), ("dev-weekly.example", "other"), ("lobste.rs", "social"),
-        ("outlook.live.com", "email"), ("awesome-lists.example", "other")]  # fmt: skip
-PAGE_SHARE, REF_SHARE, PAIR_MIN = zipf(len(PAGES), 1.05), [0.33, *[0.67 * w for w in zipf(len(REFS) - 1, 1.1)]], 300
-# The rollup's other breakdowns, which no endpoint measured here reads but the store holds: values per day.
-OTHER_DIMENSIONS = {"ref_type": 5, "refurl": 30, "entry_page": 40, "utm_source": 12, "utm_medium": 5,
-                    "utm_campaign": 25, "browser": 8, "os": 6, "device": 3, "country": 40}  # fmt: skip
-HOUR_SHAPE = [0.25, 0.18, 0.14, 0.12, 0.13, 0.2, 0.38, 0.62, 0.9, 1.1, 1.22, 1.28,
-              1.3, 1.32, 1.35, 1.36, 1.33, 1.28, 1.22, 1.2, 1.15, 1.0, 0.75, 0.45]  # fmt: skip
-HOUR_SHARE = [w / sum(HOUR_SHAPE) for w in HOUR_SHAPE]
-
-
-def day_documents(site: str, day: dt.date) -> DayDocuments:
-    """One settled day, shaped like the Spark rollup's output (``spark_jobs/rollup.py``)."""
-    rng, tz = random.Random(f"{SEED}:{site}:{day}"), ZoneInfo(TZ)
-    pv_total = int(DAILY_PAGEVIEWS * (0.72 if day.weekday() >= 5 else 1.0) * rng.uniform(0.85, 1.15))
-    visitors = int(pv_total / rng.uniform(2.4, 2.9))
-    sessions = int(visitors * rng.uniform(1.1, 1.25))
-    bounces = int(sessions * rng.uniform(0.45, 0.6))
-    bots, custom = int(pv_total * rng.uniform(0.05, 0.1)), int(pv_total * rng.uniform(0.02, 0.05))
-    daily = {"pageviews": pv_total, "visitors": visitors, "sessions": sessions, "bounces": bounces,
-             "bounce_rate": round(bounces / sessions, 6), "visit_duration_s": round(rng.uniform(70, 130), 3),
-             "events": pv_total + custom, "bot_events": bots, "custom_events": custom}  # fmt: skip
-
-    def part(total: int, share: float) -> int:
-        return round(total * share * rng.uniform(0.8, 1.2))
-
-    # One document per bucket of the local day (25 or 23 on a clock change), shaped by its local hour.
-    hourly = [
-        {**hour_document(day.isoformat(), TZ, b.start_ms), "pageviews": part(pv_total, s), "visitors":
-         part(visitors, s * 1.6), "sessions": part(sessions, s), "events": part(pv_total + custom, s),
-         "bot_events": part(bots, 1 / 24)}
-        for b in day_buckets(day, tz) for s in [HOUR_SHARE[b.local_start(tz).hour]]
-    ]  # fmt: skip
-    rows: list[dict[str, object]] = []
-
-    def add(dim: str, value: str, pv: int, **extra: object) -> None:
-        if pv > 0:
-            rows.append({"dimension": dim, "value": value, "pageviews": pv, "visitors": max(1, int(pv / rng.uniform(
-                1.2, 1.9))), "sessions": None, "bounces": None, "visit_duration_s": None, "ref": None, "page": None}
-                | extra)  # fmt: skip
-
-    for path, share in zip(PAGES, PAGE_SHARE, strict=True):
-        add("page", path, part(pv_total, share))
-    for (ref, _), share in zip(REFS, REF_SHARE, strict=True):
-        add("ref", ref, ref_pv := part(pv_total, share))
-        for path, page_share in zip(PAGES, PAGE_SHARE, strict=True):  # where the referrer's visitors land
-            if (pair_pv := part(ref_pv, page_share)) >= PAIR_MIN:
-                add("refpage", f"{ref}{REFPAGE_SEPARATOR}{path}", pair_pv, ref=ref, page=path)
-    for dim, n in OTHER_DIMENSIONS.items():
-        for i, share in enumerate(zipf(n, 1.0)):
-            add(dim, f"{dim}-{i}", part(pv_total, share))
-    run = {"status": "complete", "events_read": pv_total + custom + bots, "pageviews": pv_total, "tz": TZ,
-           "computed_at": dt.datetime.now(dt.UTC), "spark_master": "api_bench (synthetic)"}  # fmt: skip
-    return DayDocuments(site, day.isoformat(), daily, hourly, rows, run)
-
-
-def realtime_events(site: str, start_ms: int, end_ms: int, n: int) -> Iterator[Event]:
-    """``n`` page views over ``[start_ms, end_ms)``, in time order, shaped by the local hour."""
-    rng = random.Random(f"{SEED}:{site}:realtime")
-    demo = DemoTraffic(site_id=site, host="bench.example", visitors=max(1000, n // 5), seed=SEED)
-    minutes = range(start_ms // 60_000 + 1, end_ms // 60_000)
-    weights = [HOUR_SHAPE[dt.datetime.fromtimestamp(m * 60, ZoneInfo(TZ)).hour] for m in minutes]
-    scale = n / sum(weights)
-    for minute, weight in zip(minutes, weights, strict=True):
-        count = int(weight * scale) + (rng.random() < weight * scale % 1)
-        picks = zip(rng.choices(range(60_000), k=count), rng.choices(PAGES, PAGE_SHARE, k=count),
-                    rng.choices(REFS, REF_SHARE, k=count), strict=True)  # fmt: skip
-        for offset, path, (ref, kind) in sorted(picks):
-            direct, utm = ref == "(direct)", None
-            if kind in {"social", "email"} and rng.random() < 0.4:
-                utm = Utm(source=f"source-{rng.randrange(12)}", medium=kind, campaign=f"campaign-{rng.randrange(25)}")
-            yield msgspec.structs.replace(
-                demo.event(minute * 60_000 + offset), url=f"https://bench.example{path}", path=path, title=path,
-                referrer=None if direct else f"https://{ref}/", ref_domain=None if direct else ref, ref_type=kind,
-                utm=utm,
-            )  # fmt: skip
-
-
-def seed(db: Any, store: CounterStore, site: str, days: list[dt.date], events: int, retention_s: int) -> dict:
-    """The site's settled days in Mongo and recent page views in Redis."""
-    print(f"seeding site {site}: {len(days)} settled days up to {days[-1]}, ~{events:,} page views in Redis")
-    t, docs = time.monotonic(), 0
-    for day in days:
-        docs += load_day(db, day_documents(site, day))["written"]
-    seeding = {"site": site, "mongo_documents": docs, "mongo_s": round(time.monotonic() - t, 1)}
-    t, end_ms, counted = time.monotonic(), int(time.time() * 1000), 0
-    stream = realtime_events(site, end_ms - (retention_s - 120) * 1000, end_ms, events)
-    while chunk := list(itertools.islice(stream, 5000)):
-        counted += store.apply(chunk, int(time.time() * 1000)).counted
-    seeding |= {"redis_events": counted, "redis_s": round(time.monotonic() - t, 1)}
-    print(f"  seeded: {seeding}", flush=True)
-    return seeding
-
-
-Call = Callable[[QueryService, SiteInfo, dict[str, str]], object]
+Call = Callable[[QueryService, SiteInfo, dict[str, str], Definitions], object]
 
 
 def _range(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> p.Range:
     return p.parse_range(q, site.tz, svc.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
 
 
-def _timeseries(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> object:
+def _timeseries(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
     metric, interval = p.choice(q, "metric", METRICS, "pageviews"), p.choice(q, "interval", INTERVALS, "day")
     rng = p.parse_range(q, site.tz, svc.now(), p.DEFAULT_SPAN[interval], p.MAX_SPAN[interval])
     return svc.timeseries(site, metric, interval, rng, p.parse_filters(q.get("filters")))
 
 
 def _breakdown(dimension: str) -> Call:
-    def call(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> object:
+    def call(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
         q = dict(q)
         ref = p.text_value(q.pop("_ref"), "ref_domain") if "_ref" in q else None
         limit, page = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT), p.bounded_int(q, "page", 1, 1, 100_000)
-        metrics = p.parse_metrics(q.get("metrics"), METRICS, ("pageviews", "visitors"))
+        dim = "refpage" if dimension == "refpage" else p.dimension(dimension)
+        default = ("events", "visitors") if dim in CUSTOM_EVENT_DIMENSIONS else ("pageviews", "visitors")
+        metrics = p.parse_metrics(q.get("metrics"), BREAKDOWN_METRICS, default)
         if ref is None:
-            return svc.breakdown(site, p.dimension(dimension), _range(svc, site, q), limit, page, metrics)
+            return svc.breakdown(site, dim, _range(svc, site, q), limit, page, metrics)
         return svc.breakdown(site, "refpage", _range(svc, site, q), limit, page, metrics, ref=ref)
 
     return call
 
 
-def _realtime(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> object:
+def _realtime(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
     return svc.realtime(site, p.bounded_int(q, "minutes", 30, 1, 180), p.bounded_int(q, "limit", 10, 1, 100))
 
 
-def _aggregate(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> object:
+def _aggregate(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
     compare = p.choice(q, "compare", ("previous_period", "none"), "none") == "previous_period"
     return svc.aggregate(site, _range(svc, site, q), compare)
+
+
+def _goals(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definitions) -> object:
+    return svc.goals(site, _range(svc, site, q), defs.goals)
+
+
+def _event_properties(event: str, prop: str) -> Call:
+    def call(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
+        limit, page = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT), p.bounded_int(q, "page", 1, 1, 100_000)
+        return svc.event_properties(site, event, prop, _range(svc, site, q), limit, page)
+
+    return call
+
+
+def _funnel(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definitions) -> object:
+    return svc.funnel(site, defs.funnel, _range(svc, site, q))
 
 
 @dataclass(frozen=True)
@@ -191,7 +102,7 @@ class Endpoint:
     name: str
     kind: str  # "realtime" or "history": which latency goal applies
     weight: float  # share of the requests
-    path: str  # under /api/v1/sites/<site>/
+    path: str  # under /api/v1/sites/<site>/; {ref}: each top referrer, {funnel}: the funnel's id
     query: Callable[[dt.date], dict[str, str]]  # today (site-local) -> query parameters
     call: Call
 
@@ -201,8 +112,16 @@ def _since(days: int, **extra: str) -> Callable[[dt.date], dict[str, str]]:
     return lambda today: {"from": (today - dt.timedelta(days=days - 1)).isoformat(), **extra}
 
 
+def _settled(days: int) -> Callable[[dt.date], dict[str, str]]:
+    """The ``days`` site-local days up to the day before yesterday: settled days only."""
+    return lambda today: {"from": (today - dt.timedelta(days=days + 1)).isoformat(), "to": (today - dt.timedelta(
+        days=1)).isoformat()}  # fmt: skip
+
+
 # Dashboard polling dominates; history views now and then, 90-day ones least; {ref}: each top referrer in turn.
 _DAYS = {"interval": "day", "metric": "visitors"}
+_ENGAGEMENT = {"metrics": "pageviews,time_on_page,scroll_depth,engaged_time"}
+_SIGNUP_PLANS = _event_properties("signup", "plan")
 MIX = [
     Endpoint("realtime 30m", "realtime", 40, "realtime", lambda _: {"minutes": "30"}, _realtime),
     Endpoint("timeseries day 7d", "history", 8, "timeseries", _since(7, **_DAYS), _timeseries),
@@ -217,6 +136,13 @@ MIX = [
     Endpoint("breakdown referrers 90d", "history", 3, "breakdown/referrers", _since(90), _breakdown("referrers")),
     Endpoint("referrer pages 30d", "history", 3, "referrers/{ref}/pages", _since(30), _breakdown("refpage")),
     Endpoint("aggregate 30d +compare", "history", 3, "aggregate", _since(30, compare="previous_period"), _aggregate),
+    # Issue 31: goals, custom events, their properties, engagement, funnels.
+    Endpoint("goals 30d settled", "history", 3, "goals", _settled(30), _goals),
+    Endpoint("goals 7d", "history", 3, "goals", _since(7), _goals),
+    Endpoint("breakdown events 30d", "history", 3, "breakdown/events", _since(30), _breakdown("events")),
+    Endpoint("signup plans 30d", "history", 3, "events/signup/properties/plan", _since(30), _SIGNUP_PLANS),
+    Endpoint("pages engagement 30d", "history", 3, "breakdown/pages", _since(30, **_ENGAGEMENT), _breakdown("pages")),
+    Endpoint("funnel 30d settled", "history", 3, "funnels/{funnel}", _settled(30), _funnel),
 ]
 
 
@@ -227,8 +153,8 @@ def summary(values_s: list[float]) -> dict[str, Any]:
     return {"n": len(ms), **pct, "max_ms": ms[-1] if ms else None, "mean_ms": sum(ms) / len(ms) if ms else None}
 
 
-def raw_round(svc: QueryService, site: SiteInfo, plans: list[tuple[Endpoint, list[dict[str, str]]]], reps: int,
-              out: dict[str, list[float]], budget_s: float = math.inf) -> None:  # fmt: skip
+def raw_round(svc: QueryService, site: SiteInfo, defs: Definitions, plans: list[tuple[Endpoint, list[dict[str, str]]]],
+              reps: int, out: dict[str, list[float]], budget_s: float = math.inf) -> None:  # fmt: skip
     """``reps`` calls of every endpoint, interleaved (drift on a shared machine hits all alike); an
     endpoint stops early once its calls of this round took ``budget_s`` (after 3 calls at least)."""
     spent: dict[str, float] = {}
@@ -236,16 +162,25 @@ def raw_round(svc: QueryService, site: SiteInfo, plans: list[tuple[Endpoint, lis
         for endpoint, queries in plans:
             if rep < 3 or spent.get(endpoint.name, 0.0) < budget_s:
                 start = time.perf_counter()
-                endpoint.call(svc, site, queries[rep % len(queries)])
+                endpoint.call(svc, site, queries[rep % len(queries)], defs)
                 out.setdefault(endpoint.name, []).append(elapsed := time.perf_counter() - start)
                 spent[endpoint.name] = spent.get(endpoint.name, 0.0) + elapsed
 
 
-ISSUE_KEYS = """
-from footfall.models import ApiKey, Site
+SET_UP_SITE = """
+import json
+from footfall.models import ApiKey, Funnel, Goal, Site
 site = Site.objects.get(site_id={site!r})
 for i in range({n}):
     print("KEY", ApiKey.issue(site, f"api-bench-{{i}}", ["read"])[1])
+goals = []
+for name, kind, path, event, prop, value in {goals!r}:
+    goal = Goal(site=site, name=name, kind=kind, path=path, event=event, prop=prop, value=value)
+    goal.full_clean()
+    goal.save()
+    goals.append(goal)
+funnel = Funnel.create(site, {funnel[0]!r}, [goals[i].pk for i in {funnel[1]!r}])
+print("DEFS", json.dumps({{"goals": [g.spec().to_json() for g in goals], "funnel": funnel.spec().to_json()}}))
 """
 
 
@@ -291,18 +226,22 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     @cleanup.callback
     def delete_site() -> None:
         print(f"removing {site}'s documents and keys", flush=True)
-        for name in (DAILY, HOURLY, BREAKDOWNS, RUNS):
+        for name in (DAILY, HOURLY, BREAKDOWNS, FUNNELS, RUNS):
             db[name].delete_many({"site_id": site})
         unlink_matching(rclient, f"{PREFIX}:{site}:*", f"{PREFIX}:seen:{site}:*")
 
-    seeding = seed(db, store, site, days, args.events, cfg.realtime_retention_s)
+    # The site, its API keys, goals and funnel first: the settled documents name the goals' and funnel's ids.
     workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="ff-apibench-")))
     server_env = harness.server_env(env, workdir, "footfall.settings", FOOTFALL_API_RATE_PER_MINUTE="1000000")
     manage(server_env, "migrate", "--noinput", "-v", "0")
     manage(server_env, "create_site", site, "--domain", "bench.example", "--timezone", TZ)
-    out = manage(server_env, "shell", "-c", ISSUE_KEYS.format(site=site, n=args.clients))
+    script = SET_UP_SITE.format(site=site, n=args.clients, goals=GOAL_DEFS, funnel=FUNNEL_DEF)
+    out = manage(server_env, "shell", "-c", script)
     if len(keys := [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("KEY ")]) != args.clients:
         raise BenchError(f"expected {args.clients} API keys, got {len(keys)}:\n{out}")
+    made = json.loads(next(line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("DEFS ")))
+    defs = Definitions(tuple(map(GoalSpec.from_json, made["goals"])), FunnelSpec.from_json(made["funnel"]))
+    seeding = seed(db, store, site, days, args.events, cfg.realtime_retention_s, defs)
     server = Server("api", server_env, workdir / "gunicorn.log", keep_alive=10, timeout=TIMEOUT)
     cleanup.callback(server.stop)
     pool = urllib3.HTTPConnectionPool("127.0.0.1", server.port, maxsize=1, retries=False, timeout=float(TIMEOUT))
@@ -318,7 +257,8 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     urls, plans = {}, []
     for endpoint in MIX:
         base, refs = endpoint.query(today), top_refs if "{ref}" in endpoint.path else [None]
-        paths = [endpoint.path.replace("{ref}", urllib.parse.quote(ref or "", safe="")) for ref in refs]
+        path = endpoint.path.replace("{funnel}", defs.funnel.funnel_id)
+        paths = [path.replace("{ref}", urllib.parse.quote(ref or "", safe="")) for ref in refs]
         urls[endpoint.name] = [f"/api/v1/sites/{site}/{path}?{urllib.parse.urlencode(base)}" for path in paths]
         plans.append((endpoint, [base if ref is None else {**base, "_ref": ref} for ref in refs]))
         if (status := pool.request("GET", urls[endpoint.name][0], headers=headers).status) != 200:
@@ -326,8 +266,8 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     pool.close()
 
     raw: dict[str, list[float]] = {}
-    raw_round(svc, info, plans, 1, {})  # warm-up (connections, caches); not recorded
-    raw_round(svc, info, plans, args.raw_reps // 2, raw, RAW_BUDGET_S / 2)
+    raw_round(svc, info, defs, plans, 1, {})  # warm-up (connections, caches); not recorded
+    raw_round(svc, info, defs, plans, args.raw_reps // 2, raw, RAW_BUDGET_S / 2)
     print(f"load: {args.clients} clients, think {args.think_ms:g} ms, {args.warmup:g}s warm-up + {args.duration:g}s")
     cpu0, t0, samples, errors = server.cpu_s(), time.monotonic(), list[tuple[str, float, int]](), list[str]()
     threads = [threading.Thread(target=client_loop, daemon=True, args=(
@@ -338,7 +278,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     for thread in threads:
         thread.join(timeout=args.warmup + args.duration + TIMEOUT + 30)
     server_cpu = server.cpu_s() - cpu0
-    raw_round(svc, info, plans, args.raw_reps - args.raw_reps // 2, raw, RAW_BUDGET_S / 2)
+    raw_round(svc, info, defs, plans, args.raw_reps - args.raw_reps // 2, raw, RAW_BUDGET_S / 2)
 
     statuses: dict[str, Counter[int]] = {endpoint.name: Counter() for endpoint in MIX}
     for name, _, status in samples:

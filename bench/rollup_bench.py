@@ -11,6 +11,7 @@ import datetime as dt
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -92,6 +93,13 @@ def site_goals() -> dict[str, list[GoalSpec]]:
         ]
         for site_id, _, _, _, _, prefix in SITES
     }
+
+
+def re2_regex(pattern: str) -> str:
+    """A page goal's pattern as DuckDB's RE2 reads it, matching what ``GoalSpec.regex`` matches. RE2 has
+    neither the atomic groups nor the lookahead that regex uses against Java's backtracking (RE2 does not
+    backtrack), and its ``$`` is the end of the text."""
+    return "(?s)^" + ".*".join(re.escape(part) for part in pattern.split("*")) + "$"
 
 
 def _allocate(total: int, weights: Sequence[float]) -> list[int]:
@@ -200,20 +208,25 @@ def start_spark(driver_memory: str) -> Any:
 
 
 def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list[str]) -> Run:
-    """The job's read_events and transforms (``rollup``), its breakdowns of DIMENSIONS as Arrow."""
+    """The job's read_events and transforms as ``transform_and_load`` runs them (the localized, deduplicated rows
+    persisted once, then ``rollup_localized``), its breakdowns of DIMENSIONS as Arrow."""
     from pyspark.sql import functions as F
 
     from archive.reader import read_events
     from spark_jobs.rollup import zone_changes
-    from spark_jobs.transforms import rollup
+    from spark_jobs.transforms import localized, rollup_localized
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     cpu, started = cpu_seconds(jvm) + cpu_seconds(), time.monotonic()
     events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
-    breakdowns = rollup(events, zones, days, changes, goals=site_goals())["breakdowns"]
-    table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES).toArrow()
+    local = localized(events, zones, changes).persist()
+    try:
+        breakdowns = rollup_localized(local, days, goals=site_goals())["breakdowns"]
+        table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES).toArrow()
+    finally:
+        local.unpersist(blocking=True)  # the next round reads the archive again, as the next night's job
     return Run(table, time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu)
 
 
@@ -338,8 +351,8 @@ def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], date
         con.executemany("INSERT INTO site_tz VALUES (?, ?)", list(site_tz.items()))
         con.execute("CREATE TABLE goals (site_id VARCHAR, goal_id VARCHAR, kind VARCHAR, regex VARCHAR, "
                     "event VARCHAR, prop VARCHAR, value VARCHAR)")  # fmt: skip
-        goals = [(site, g.goal_id, g.kind, g.regex, g.event, g.prop, g.value) for site, specs in site_goals().items()
-                 for g in specs if site in site_tz]  # fmt: skip
+        goals = [(site, g.goal_id, g.kind, re2_regex(g.path) if g.kind == "page" else "", g.event, g.prop, g.value)
+                 for site, specs in site_goals().items() for g in specs if site in site_tz]  # fmt: skip
         con.executemany("INSERT INTO goals VALUES (?, ?, ?, ?, ?, ?, ?)", goals)
         params = {"files": f"{root / EVENTS_DIR}/*/*/*/*.parquet", "dates": dates, "sites": sorted(site_tz),
                   "days": days, "default_tz": DEFAULT_TZ, "direct": REF_DIRECT, "unknown": REF_UNKNOWN,
