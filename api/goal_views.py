@@ -24,7 +24,7 @@ from api.views import ERRORS, FROM, SITE, TO, TZ, SiteView
 from footfall.models import MANAGE_SCOPE, ApiKey, Funnel, Goal
 from footfall.vocabulary import QueryError
 from query import params as p
-from query.runtime import get_service
+from query.runtime import get_conversions
 
 T = TypeVar("T")
 GOAL_FIELDS = ("name", "kind", "path", "event", "prop", "value")
@@ -94,7 +94,7 @@ class GoalsView(SiteView):
         site = self.site(request)
         rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
         specs = Goal.specs_by_site([site.site_id]).get(site.site_id, [])
-        return Response(get_service().goals(site, rng, specs))
+        return Response(get_conversions().goals(site, rng, specs))
 
     @extend_schema(
         summary="Create a goal",
@@ -204,7 +204,7 @@ class FunnelView(SiteView):
         q = self.params(request)
         site = self.site(request)
         rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
-        return Response(get_service().funnel(site, funnel.spec(), rng))
+        return Response(get_conversions().funnel(site, funnel.spec(), rng))
 
     @extend_schema(
         summary="Delete a funnel",

@@ -24,7 +24,7 @@ from footfall.goals import EVENT_NAME
 from footfall.models import ApiKey
 from footfall.vocabulary import QueryError
 from query import params as p
-from query.runtime import get_health_checks, get_service
+from query.runtime import get_conversions, get_health_checks, get_service
 from query.service import SiteInfo
 
 
@@ -256,7 +256,7 @@ class EventPropertiesView(SiteView):
         page = p.bounded_int(q, "page", 1, 1, 100_000)
         site = self.site(request)
         rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
-        return Response(get_service().event_properties(site, event, prop, rng, limit, page))
+        return Response(get_conversions().event_properties(site, event, prop, rng, limit, page))
 
 
 class RealtimeView(SiteView):

@@ -20,7 +20,7 @@ from dashboard.definitions import funnel_specs, goal_specs
 from dashboard.figures import empty_figure
 from dashboard.history import day_range
 from footfall.goals import EVENT_NAME
-from query.runtime import get_service
+from query.runtime import get_conversions
 
 log = logging.getLogger(__name__)
 PROPERTY_LIMIT = 100  # values per property table (the API pages through them all)
@@ -77,7 +77,7 @@ def _register_goals(app: Dash) -> None:
             if not specs:
                 empty = f"{messages.NO_GOALS} {how_to_define(site.site_id)}".strip()
                 return [], None, [], empty, False, "", links
-            body = get_service().goals(site.info, rng.query_range(ZoneInfo(site.tz)), specs)
+            body = get_conversions().goals(site.info, rng.query_range(ZoneInfo(site.tz)), specs)
         except Exception as exc:
             log.exception("goals of %s failed", site.site_id)
             return [], None, [], problem_for_viewer(exc), False, "", links
@@ -106,7 +106,7 @@ def _register_goals(app: Dash) -> None:
             spec = next((g for g in goal_specs(site.site_id) if g.goal_id == cell.get("row_id")), None)
             if spec is None:  # not a goal of this site (or deleted since the table was drawn)
                 return True, "", no_update
-            days = get_service().goal_series(site.info, rng.query_range(ZoneInfo(site.tz)), spec)
+            days = get_conversions().goal_series(site.info, rng.query_range(ZoneInfo(site.tz)), spec)
         except Exception as exc:
             log.exception("goal %s of %s per day failed", cell.get("row_id"), site.site_id)
             return False, "", empty_figure(problem_for_viewer(exc))
@@ -161,7 +161,7 @@ def _register_funnels(app: Dash) -> None:
             spec = next((f for f in funnel_specs(site.site_id) if f.funnel_id == funnel_id), None)
             if spec is None:
                 return empty_figure("Choose a funnel"), [], ""
-            result = get_service().funnel(site.info, spec, rng.query_range(ZoneInfo(site.tz)))
+            result = get_conversions().funnel(site.info, spec, rng.query_range(ZoneInfo(site.tz)))
         except Exception as exc:
             log.exception("funnel %s of %s failed", funnel_id, site.site_id)
             return empty_figure(problem_for_viewer(exc)), [], ""
@@ -212,7 +212,7 @@ def _register_event_properties(app: Dash) -> None:
             return [], None, "", True
         site, rng, _ = resolved
         try:
-            body = get_service().event_property_names(site.info, event, rng.query_range(ZoneInfo(site.tz)))
+            body = get_conversions().event_property_names(site.info, event, rng.query_range(ZoneInfo(site.tz)))
         except Exception as exc:
             log.exception("property names of %s of %s failed", event, site.site_id)
             return [], None, problem_for_viewer(exc), False
@@ -236,7 +236,7 @@ def _register_event_properties(app: Dash) -> None:
             return [], ""
         site, rng, _ = resolved
         try:
-            body = get_service().event_properties(
+            body = get_conversions().event_properties(
                 site.info, event, prop, rng.query_range(ZoneInfo(site.tz)), PROPERTY_LIMIT, 1
             )
         except Exception as exc:

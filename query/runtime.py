@@ -1,5 +1,5 @@
-"""The query service and pipeline health reader of this process, from Footfall's configuration
-(created on first use)."""
+"""The query service, its conversion reports and the pipeline health reader of this
+process, from Footfall's configuration (created on first use)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from functools import cache
 
 from footfall.config import footfall_config
 from historical.store import connect
+from query.conversions import Conversions
 from query.health import HealthChecks, PipelineHealth
 from query.realtime import RealtimeQueries
 from query.service import QueryService
@@ -20,6 +21,11 @@ def get_service() -> QueryService:
     _, db = connect(cfg.mongo_url, cfg.mongo_db)
     cache = SettledCache(cfg.api_cache_items) if cfg.api_cache_items else None
     return QueryService(db, RealtimeQueries(get_store()), cfg.realtime_retention_s, cache=cache)
+
+
+@cache
+def get_conversions() -> Conversions:
+    return Conversions(get_service())
 
 
 @cache

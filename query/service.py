@@ -16,21 +16,18 @@ data can honestly support, not a shortcut.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from pymongo.database import Database
 
-from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import (
     CUSTOM_EVENT_DIMENSIONS,
     EVENT_DIMENSIONS,
-    EVENT_PROP_VALUES,
     REFPAGE_SEPARATOR,
     SESSION_DIMENSIONS,
-    VALUE_OTHER,
     QueryError,
 )
 from query import history
@@ -67,14 +64,14 @@ class SiteInfo:
     tz: str
 
 
-def _iso(moment: dt.datetime) -> str:
+def iso(moment: dt.datetime) -> str:
     return moment.isoformat()
 
 
 def _span(pieces: list[Piece]) -> dict[str, object]:
     if not pieces:
         return {"buckets": 0, "from": None, "to": None}
-    return {"buckets": len(pieces), "from": _iso(pieces[0].start), "to": _iso(pieces[-1].end)}
+    return {"buckets": len(pieces), "from": iso(pieces[0].start), "to": iso(pieces[-1].end)}
 
 
 class QueryService:
@@ -94,13 +91,13 @@ class QueryService:
         self.now = now
         self.cache = cache  # reads of settled days; None reads Mongo every time
 
-    # -- helpers -------------------------------------------------------------------------
+    # -- building blocks (also of query.conversions) -----------------------------------------
 
-    def _settlement(self, site: SiteInfo, start: dt.datetime) -> history.Settlement:
+    def settlement(self, site: SiteInfo, start: dt.datetime) -> history.Settlement:
         """The days settled from ``start``'s site-local day on, and the watermark."""
         return history.settlement(self.db, site.site_id, site_day(start, ZoneInfo(site.tz)).isoformat())
 
-    def _settled_read(
+    def settled_read(
         self, settled: history.Settlement, key: tuple[str, ...], days: set[str], fetch: Callable[[], R]
     ) -> R:
         """``fetch()``, a read of the settled ``days`` (``key`` names it, site included),
@@ -109,12 +106,12 @@ class QueryService:
             return fetch()
         return self.cache.read(key, days, settled.generations, fetch)
 
-    def _pieces(self, site: SiteInfo, start: dt.datetime, end: dt.datetime, settled: history.Settlement) -> list[Piece]:
+    def pieces(self, site: SiteInfo, start: dt.datetime, end: dt.datetime, settled: history.Settlement) -> list[Piece]:
         realtime_from = realtime_window_start(self.now(), self.retention_s)
         return split(start, end, ZoneInfo(site.tz), settled.days, realtime_from)
 
     @staticmethod
-    def _sources(pieces: list[Piece], settled: history.Settlement, notes: list[str]) -> dict[str, object]:
+    def sources(pieces: list[Piece], settled: history.Settlement, notes: list[str]) -> dict[str, object]:
         by = {src: [p for p in pieces if p.source == src] for src in ("batch", "realtime", "missing")}
         return {
             "batch": {**_span(by["batch"]), "days": sorted({p.day for p in by["batch"] if p.day})},
@@ -134,7 +131,7 @@ class QueryService:
         if len(bks) > MAX_BUCKETS:
             raise QueryError("interval", f"the range holds more than {MAX_BUCKETS} {interval}s; use a coarser interval")
         site_tz = ZoneInfo(site.tz)
-        settled = self._settlement(site, bks[0][0])
+        settled = self.settlement(site, bks[0][0])
         window = realtime_window_start(self.now(), self.retention_s)
         pieces = [classify_bucket(s, e, site_tz, settled.days, window) for s, e in bks]
         values: list[float | int | None] = [None] * len(pieces)
@@ -152,15 +149,15 @@ class QueryService:
         sid = site.site_id
         if filter_ is not None:
             dim, value = filter_.dimension, filter_.value
-            docs = self._settled_read(
+            docs = self.settled_read(
                 settled,
                 ("filtered_daily", sid, dim, value),
                 whole_days,
                 lambda: history.filtered_daily(self.db, sid, dim, value, whole_days),
             )
         else:
-            docs = self._daily(site, settled, whole_days)
-        hour_docs = self._settled_read(
+            docs = self.daily(site, settled, whole_days)
+        hour_docs = self.settled_read(
             settled, ("hourly", sid, site.tz), hour_days, lambda: history.hourly(self.db, sid, site.tz, hour_days)
         )
         for i, p in enumerate(pieces):
@@ -207,18 +204,18 @@ class QueryService:
             "interval": interval,
             "tz": rng.tz.key,
             "points": [
-                {"t": _iso(p.start), "value": v, "source": p.source} for p, v in zip(pieces, values, strict=True)
+                {"t": iso(p.start), "value": v, "source": p.source} for p, v in zip(pieces, values, strict=True)
             ],
-            "sources": self._sources(pieces, settled, notes),
+            "sources": self.sources(pieces, settled, notes),
         }
 
     # -- totals --------------------------------------------------------------------------
 
-    def _daily(self, site: SiteInfo, settled: history.Settlement, days: set[str]) -> dict[str, dict]:
+    def daily(self, site: SiteInfo, settled: history.Settlement, days: set[str]) -> dict[str, dict]:
         sid = site.site_id
-        return self._settled_read(settled, ("daily", sid), days, lambda: history.daily(self.db, sid, days))
+        return self.settled_read(settled, ("daily", sid), days, lambda: history.daily(self.db, sid, days))
 
-    def _totals(self, site: SiteInfo, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
+    def totals(self, site: SiteInfo, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
         """Page views, visitors, sessions, bounce rate and visit duration of ``pieces``: their
         settled days from ``daily`` (which may hold more days), the rest from Redis."""
         sums = history.Sums()
@@ -247,15 +244,15 @@ class QueryService:
         """Totals of the range and, with ``compare``, of the period of equal length before it
         (both read with one ``batch_runs`` and one daily read)."""
         before_start = rng.start - (rng.end - rng.start)
-        settled = self._settlement(site, before_start if compare else rng.start)
-        pieces = self._pieces(site, rng.start, rng.end, settled)
-        before_pieces = self._pieces(site, before_start, rng.start, settled) if compare else []
-        daily = self._daily(site, settled, _batch_days(pieces + before_pieces))
-        current = self._totals(site, pieces, daily)
+        settled = self.settlement(site, before_start if compare else rng.start)
+        pieces = self.pieces(site, rng.start, rng.end, settled)
+        before_pieces = self.pieces(site, before_start, rng.start, settled) if compare else []
+        daily = self.daily(site, settled, batch_days(pieces + before_pieces))
+        current = self.totals(site, pieces, daily)
         previous: dict[str, object] = {}
         previous_partial = False
         if compare:
-            previous = self._totals(site, before_pieces, daily)
+            previous = self.totals(site, before_pieces, daily)
             previous_partial = any(p.source == "missing" for p in before_pieces)
         results = {}
         for name, value in current.items():
@@ -267,7 +264,7 @@ class QueryService:
                 comparable = isinstance(value, int | float) and isinstance(before, int | float) and before
                 entry["change"] = round((value - before) / before, 6) if comparable and not previous_partial else None
             results[name] = entry
-        notes = [self._visitor_note(pieces, rng)]
+        notes = [self.visitor_note(pieces, rng)]
         if previous_partial:
             notes.append(PREVIOUS_PARTIAL)
         if any(p.source == "realtime" for p in pieces):
@@ -276,15 +273,15 @@ class QueryService:
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         return {
             "site_id": site.site_id,
-            "from": _iso(rng.start),
-            "to": _iso(rng.end),
+            "from": iso(rng.start),
+            "to": iso(rng.end),
             "tz": rng.tz.key,
             "results": results,
-            "sources": self._sources(pieces, settled, notes),
+            "sources": self.sources(pieces, settled, notes),
         }
 
     @staticmethod
-    def _visitor_note(pieces: list[Piece], rng: Range) -> str:
+    def visitor_note(pieces: list[Piece], rng: Range) -> str:
         kinds = {p.source for p in pieces} - {"missing"}
         if len(pieces) > 1 or rng.end - rng.start > dt.timedelta(days=1):
             return f"visitors: {VISITORS_DAILY_SUM}"
@@ -308,12 +305,12 @@ class QueryService:
 
         With ``dim == "refpage"`` and ``ref`` (or ``path``) set: the pages that referrer
         drives traffic to (or the referrers of that page)."""
-        settled = self._settlement(site, rng.start)
-        pieces = self._pieces(site, rng.start, rng.end, settled)
+        settled = self.settlement(site, rng.start)
+        pieces = self.pieces(site, rng.start, rng.end, settled)
         notes = []
-        days = _batch_days(pieces)
+        days = batch_days(pieces)
         sid = site.site_id
-        settled_sums = self._settled_read(
+        settled_sums = self.settled_read(
             settled,
             ("breakdown", sid, dim, ref or "", path or ""),
             days,
@@ -340,7 +337,7 @@ class QueryService:
             notes.append(f"realtime part: the top {REALTIME_TOP} values of each period")
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
-        notes.append(self._visitor_note(pieces, rng))
+        notes.append(self.visitor_note(pieces, rng))
         # Custom events are ranked by events (they have no page views), the rest by page views.
         by_events = dim in CUSTOM_EVENT_DIMENSIONS
         ranked = sorted(merged.items(), key=lambda kv: (-(kv[1].events if by_events else kv[1].pageviews), kv[0]))
@@ -354,15 +351,15 @@ class QueryService:
                 notes.append("scroll_depth covers the settled days only: the speed layer does not keep it")
         return {
             "site_id": site.site_id,
-            "from": _iso(rng.start),
-            "to": _iso(rng.end),
+            "from": iso(rng.start),
+            "to": iso(rng.end),
             "tz": rng.tz.key,
             "metrics": list(metrics),
             "results": [_row(value, sums, metrics, dim) for value, sums in chosen],
             "page": page,
             "limit": limit,
             "total": len(ranked),
-            "sources": self._sources(pieces, settled, notes),
+            "sources": self.sources(pieces, settled, notes),
         }
 
     def _realtime_ranking(
@@ -407,159 +404,6 @@ class QueryService:
             for (sums, _), count in zip(shown, counts, strict=True):
                 sums.visitors += count
 
-    # -- custom event properties -----------------------------------------------------------
-
-    def event_properties(
-        self, site: SiteInfo, event: str, prop: str, rng: Range, limit: int, page: int
-    ) -> dict[str, object]:
-        """The values of property ``prop`` of custom event ``event``, ranked by events."""
-        settled = self._settlement(site, rng.start)
-        pieces = self._pieces(site, rng.start, rng.end, settled)
-        days = _batch_days(pieces)
-        sid = site.site_id
-        settled_sums = self._settled_read(
-            settled, ("event_prop", sid, event, prop), days,
-            lambda: history.event_properties(self.db, sid, event, prop, days),
-        )  # fmt: skip
-        merged = {value: sums.copy() for value, sums in settled_sums.items()}
-        notes = [
-            f"each settled day keeps the {EVENT_PROP_VALUES} values with most events per property and counts "
-            f"the rest as {VALUE_OTHER}"
-        ]
-        if any(p.source == "realtime" for p in pieces):
-            self._add_realtime_properties(sid, event, prop, [p for p in pieces if p.source == "realtime"], merged)
-        if any(p.source == "missing" for p in pieces):
-            notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
-        notes.append(self._visitor_note(pieces, rng))
-        ranked = sorted(merged.items(), key=lambda kv: (-kv[1].events, kv[0]))
-        chosen = ranked[(page - 1) * limit : page * limit]
-        return {
-            "site_id": sid,
-            "event": event,
-            "property": prop,
-            "from": _iso(rng.start),
-            "to": _iso(rng.end),
-            "tz": rng.tz.key,
-            "results": [{"value": v, "events": s.events, "visitors": s.visitors} for v, s in chosen],
-            "page": page,
-            "limit": limit,
-            "total": len(ranked),
-            "sources": self._sources(pieces, settled, notes),
-        }
-
-    def _add_realtime_properties(
-        self, site_id: str, event: str, prop: str, pieces: list[Piece], merged: dict[str, history.Sums]
-    ) -> None:
-        for p in pieces:
-            for row in self.rt.event_properties(site_id, event, prop, ms(p.start), ms(p.end), REALTIME_TOP):
-                sums = merged.setdefault(row.value, history.Sums())
-                sums.events += row.events
-                sums.visitors += row.visitors
-
-    # -- goals ---------------------------------------------------------------------------
-
-    def goals(self, site: SiteInfo, rng: Range, goals: Sequence[GoalSpec]) -> dict[str, object]:
-        """Conversions of each goal over the range: total, unique (visitors) and the rate,
-        unique conversions / visitors of the same range.
-
-        Settled days answer from the rollup, which counts the goals defined when the day was
-        rolled up; a goal created later has no figures for such days until they are rolled up
-        again, and the answer says which days those are. The realtime part is counted from
-        the speed layer's page and event counters when read, so it covers any goal."""
-        settled = self._settlement(site, rng.start)
-        pieces = self._pieces(site, rng.start, rng.end, settled)
-        days = _batch_days(pieces)
-        sid = site.site_id
-        batch = self._settled_read(settled, ("goals", sid), days, lambda: history.goal_counts(self.db, sid, days))
-        counts = {g.goal_id: list(batch.get(g.goal_id, (0, 0))) for g in goals}
-        for p in pieces:
-            if p.source == "realtime" and goals:
-                for goal_id, got in self.rt.goal_counts(sid, goals, ms(p.start), ms(p.end)).items():
-                    counts[goal_id][0] += got.conversions
-                    counts[goal_id][1] += got.visitors
-        total = self._totals(site, pieces, self._daily(site, settled, days))["visitors"]
-        notes = [self._visitor_note(pieces, rng)]
-        for g in goals:
-            before = sorted(d for d in days if g.goal_id not in settled.goals.get(d, frozenset()))
-            if before:
-                notes.append(
-                    f"goal {g.goal_id} ({g.name}): {len(before)} settled day(s) from {before[0]} to {before[-1]} "
-                    "were rolled up before the goal existed and count nothing for it; roll them up again to count it"
-                )
-        if any(p.source == "missing" for p in pieces):
-            notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
-        known = any(p.source != "missing" for p in pieces)
-        results = []
-        for g in goals:
-            events, visitors = counts[g.goal_id]
-            rate = round(visitors / total, 6) if isinstance(total, int) and total else None
-            results.append({**g.to_json(), "events": events if known else None,
-                            "visitors": visitors if known else None, "conversion_rate": rate})  # fmt: skip
-        return {
-            "site_id": sid,
-            "from": _iso(rng.start),
-            "to": _iso(rng.end),
-            "tz": rng.tz.key,
-            "visitors": total,
-            "results": results,
-            "sources": self._sources(pieces, settled, notes),
-        }
-
-    # -- funnels -------------------------------------------------------------------------
-
-    def funnel(self, site: SiteInfo, spec: FunnelSpec, rng: Range) -> dict[str, object]:
-        """Funnel ``spec`` over the settled days of the range: visitors per step, conversion
-        from the step before and from the first, median time from the step before.
-
-        Only the nightly rollup counts funnels (docs/reports.md): days not settled are named
-        in the notes, never estimated. Each day counts its own visitors (ids rotate daily),
-        and a range sums the days; a range's median comes from the days' summed histograms
-        unless one day alone had visitors at the step."""
-        settled = self._settlement(site, rng.start)
-        pieces = self._pieces(site, rng.start, rng.end, settled)
-        days = _batch_days(pieces)
-        sid = site.site_id
-        none = history.FunnelHistory(spec.funnel_id, spec.name, (), ())  # never rolled up: a cacheable nothing
-        found = self._settled_read(
-            settled, ("funnel", sid, spec.funnel_id), days,
-            lambda: history.funnel(self.db, sid, spec.funnel_id, days) or none,
-        )  # fmt: skip
-        notes = [f"visitors: {VISITORS_DAILY_SUM if len(days) > 1 else VISITORS_EXACT}"]
-        unsettled = sorted({p.day for p in pieces if p.source != "batch" and p.day})
-        if unsettled or any(p.source != "batch" and not p.day for p in pieces):
-            notes.append("funnels are counted by the nightly rollup only: the part of the range not settled yet "
-                         "(today, and days not rolled up) is not included")  # fmt: skip
-        counted = set(found.days)
-        if days - counted:
-            notes.append(f"{len(days - counted)} settled day(s) were rolled up before this funnel existed: "
-                         "roll them up again to count it")  # fmt: skip
-        steps = []
-        first = None
-        for index, goal in enumerate(spec.steps):
-            step = found.steps[index] if index < len(found.steps) else None
-            visitors = step.visitors if step else 0
-            first = visitors if index == 0 else first
-            before = steps[-1]["visitors"] if steps else None
-            steps.append({
-                "goal_id": goal.goal_id, "name": goal.name, "visitors": visitors,
-                "conversion_from_previous": round(visitors / before, 6) if index and before else None,
-                "conversion_from_first": round(visitors / first, 6) if index and first else None,
-                "median_ms_from_previous": step.median_ms if index and step else None,
-                "median_estimated": bool(step and step.median_estimated),
-            })  # fmt: skip
-        return {
-            "site_id": sid,
-            "funnel_id": spec.funnel_id,
-            "name": spec.name,
-            "window_minutes": spec.window_minutes,
-            "strict": spec.strict,
-            "from": _iso(rng.start),
-            "to": _iso(rng.end),
-            "tz": rng.tz.key,
-            "steps": steps,
-            "sources": self._sources(pieces, settled, notes),
-        }
-
     # -- right now -----------------------------------------------------------------------
 
     def realtime(self, site: SiteInfo, minutes: int, limit: int = 10) -> dict[str, object]:
@@ -580,12 +424,12 @@ class QueryService:
         return {
             "site_id": sid,
             "minutes": minutes,
-            "now": _iso(now),
+            "now": iso(now),
             "concurrent_visitors": view.concurrent,
             "pageviews": view.totals["pageviews"],
             "visitors": view.totals["visitors"],
             "pageviews_per_minute": [
-                {"t": _iso(dt.datetime.fromtimestamp(t / 1000, dt.UTC)), "value": v}
+                {"t": iso(dt.datetime.fromtimestamp(t / 1000, dt.UTC)), "value": v}
                 for t, v in view.pageviews_per_minute
             ],
             "top_pages": rows(view.top_pages),
@@ -595,73 +439,16 @@ class QueryService:
             "flows": [{"referrer": ref, "page": page, "pageviews": pv} for ref, page, pv in view.flows],
             "sources": {
                 "realtime": {
-                    "from": _iso(dt.datetime.fromtimestamp(start / 1000, dt.UTC)),
-                    "to": _iso(dt.datetime.fromtimestamp(end / 1000, dt.UTC)),
+                    "from": iso(dt.datetime.fromtimestamp(start / 1000, dt.UTC)),
+                    "to": iso(dt.datetime.fromtimestamp(end / 1000, dt.UTC)),
                 },
                 "notes": [f"visitors: {VISITORS_HLL}", "concurrent: visitors seen in the last 5 minutes"],
             },
         }
 
-    # -- one goal per day, property names --------------------------------------------------
 
-    def goal_series(self, site: SiteInfo, rng: Range, spec: GoalSpec) -> list[dict[str, object]]:
-        """Goal ``spec``'s conversions (``events``) and unique conversions (``visitors``) per
-        site-local day of the range, oldest first, each with the layer that counted it
-        (``source``: batch, realtime, or missing with both None).
-
-        A day partly in the realtime window and partly older counts only its recent part and
-        says ``realtime``; a settled day rolled up before the goal existed counts 0 (see
-        :meth:`goals` for the note that says so)."""
-        site_tz = ZoneInfo(site.tz)
-        settled = self._settlement(site, rng.start)
-        pieces = self._pieces(site, rng.start, rng.end, settled)
-        days = _batch_days(pieces)
-        sid = site.site_id
-        batch = self._settled_read(
-            settled, ("goal_days", sid, spec.goal_id), days, lambda: history.goal_days(self.db, sid, spec.goal_id, days)
-        )
-        out: dict[str, dict[str, object]] = {}
-        # Pieces never cross a site-local midnight (query.plan.split), so each is one day's.
-        for p in pieces:
-            day = p.day or site_day(p.start, site_tz).isoformat()
-            row = out.setdefault(day, {"day": day, "events": None, "visitors": None, "source": "missing"})
-            if p.source == "missing":
-                continue
-            if p.source == "batch":
-                events, visitors = batch.get(day, (0, 0))
-            else:
-                got = self.rt.goal_counts(sid, [spec], ms(p.start), ms(p.end))[spec.goal_id]
-                events, visitors = got.conversions, got.visitors
-            row["events"] = int(row["events"] or 0) + events  # type: ignore[call-overload]
-            row["visitors"] = int(row["visitors"] or 0) + visitors  # type: ignore[call-overload]
-            row["source"] = p.source
-        return list(out.values())
-
-    def event_property_names(self, site: SiteInfo, event: str, rng: Range) -> dict[str, object]:
-        """The property names custom event ``event`` carried over the settled days of the
-        range, most events first (the speed layer keeps no list of names: a property first
-        seen today appears once its day is rolled up)."""
-        settled = self._settlement(site, rng.start)
-        pieces = self._pieces(site, rng.start, rng.end, settled)
-        days = _batch_days(pieces)
-        sid = site.site_id
-        names = self._settled_read(
-            settled, ("event_prop_names", sid, event), days,
-            lambda: history.event_property_names(self.db, sid, event, days),
-        )  # fmt: skip
-        notes = []
-        if any(p.source != "batch" for p in pieces):
-            notes.append("property names come from the settled days only; recent days add theirs once rolled up")
-        ranked = sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))
-        return {
-            "site_id": sid,
-            "event": event,
-            "results": [{"prop": name, "events": events} for name, events in ranked],
-            "sources": self._sources(pieces, settled, notes),
-        }
-
-
-def _batch_days(pieces: list[Piece]) -> set[str]:
+def batch_days(pieces: list[Piece]) -> set[str]:
+    """The settled days among ``pieces``."""
     return {p.day for p in pieces if p.source == "batch" and p.day}
 
 
