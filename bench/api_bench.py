@@ -35,6 +35,7 @@ from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import BREAKDOWN_METRICS, CUSTOM_EVENT_DIMENSIONS, INTERVALS, METRICS
 from historical.store import BREAKDOWNS, DAILY, FUNNELS, HOURLY, RUNS, connect
 from query import params as p
+from query.conversions import Conversions
 from query.realtime import RealtimeQueries
 from query.service import QueryService, SiteInfo
 from realtime.keys import PREFIX, KeyLayout
@@ -82,19 +83,19 @@ def _aggregate(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definiti
 
 
 def _goals(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definitions) -> object:
-    return svc.goals(site, _range(svc, site, q), defs.goals)
+    return Conversions(svc).goals(site, _range(svc, site, q), defs.goals)
 
 
 def _event_properties(event: str, prop: str) -> Call:
     def call(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
         limit, page = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT), p.bounded_int(q, "page", 1, 1, 100_000)
-        return svc.event_properties(site, event, prop, _range(svc, site, q), limit, page)
+        return Conversions(svc).event_properties(site, event, prop, _range(svc, site, q), limit, page)
 
     return call
 
 
 def _funnel(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definitions) -> object:
-    return svc.funnel(site, defs.funnel, _range(svc, site, q))
+    return Conversions(svc).funnel(site, defs.funnel, _range(svc, site, q))
 
 
 @dataclass(frozen=True)
