@@ -37,7 +37,7 @@ from historical import tasks
 from historical.rollups import run_rollup
 from historical.store import documents
 from realtime.health import consumer_lag
-from tests.integration.batch.test_rollup_e2e import TZ, assert_matches_truth, two_days_of_traffic
+from tests.integration.batch.test_rollup_e2e import GOALS, TZ, assert_matches_truth, two_days_of_traffic
 from tests.integration.kafka_tail import produce
 from tests.reliability.faults import fresh_topic, start_archiver, topic_event_ids, wait_while_progressing
 
@@ -138,10 +138,11 @@ def test_rollup_reads_the_same_figures_from_s3_as_from_a_local_archive(
         Archive.from_config(target).write(rows_of(site, events))
 
     first, last = dt.date.fromisoformat(days[0]), dt.date.fromisoformat(days[1])
-    run_rollup(local, first, last, [site], master="local[2]")
+    goals = {site: GOALS}  # passed in, as the nightly task passes the site's models
+    run_rollup(local, first, last, [site], master="local[2]", goals=goals)
     # The S3 archive is read by the stack's standalone cluster: executors in other JVMs get the
     # endpoint and keys from the job's properties file, the S3A jars from the shared classpath.
-    result = run_rollup(on_s3, first, last, [site], master=os.environ["FOOTFALL_SPARK_CLUSTER"])
+    result = run_rollup(on_s3, first, last, [site], master=os.environ["FOOTFALL_SPARK_CLUSTER"], goals=goals)
     assert sorted(result.days) == [(site, d) for d in days]
 
     client: pymongo.MongoClient = pymongo.MongoClient(s3_cfg.mongo_url)
@@ -151,4 +152,4 @@ def test_rollup_reads_the_same_figures_from_s3_as_from_a_local_archive(
     finally:
         client.close()
     assert from_s3 == from_local
-    assert_matches_truth(on_s3, site, events, days)
+    assert_matches_truth(on_s3, site, events, days, GOALS)

@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
 import msgspec
@@ -87,7 +88,10 @@ def archive_topic(cfg: Config, topic: str, expected: int) -> None:
     assert factory.stats["archived"] >= expected
 
 
-def assert_matches_truth(cfg: Config, site: str, events: list[Event], days: list[str]) -> None:
+def assert_matches_truth(
+    cfg: Config, site: str, events: list[Event], days: list[str], goals: Sequence[GoalSpec] = ()
+) -> None:
+    """The rollup of ``days`` equals the truth of ``events``; ``goals``: those it was given."""
     truth = exact(events, TZ, set(days))
     client: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url)
     db = client[cfg.mongo_db]
@@ -107,13 +111,15 @@ def assert_matches_truth(cfg: Config, site: str, events: list[Event], days: list
         assert refs == dict(want["refs"])
         run = db["batch_runs"].find_one({"_id": f"{site}|{day}"})
         assert run["status"] == "complete"
-    assert_conversions_match_truth(db, site, events, days)
+    assert_conversions_match_truth(db, site, events, days, goals)
     client.close()
 
 
-def assert_conversions_match_truth(db: Database, site: str, events: list[Event], days: list[str]) -> None:
+def assert_conversions_match_truth(
+    db: Database, site: str, events: list[Event], days: list[str], goals: Sequence[GoalSpec]
+) -> None:
     """Custom events, goals and engaged time as the contract defines them, exactly."""
-    truth = conversions(events, TZ, set(days), GOALS)
+    truth = conversions(events, TZ, set(days), goals)
     for day in days:
         want = truth[day]
         doc = db[DAILY].find_one({"_id": f"{site}|{day}"})
@@ -127,7 +133,7 @@ def assert_conversions_match_truth(db: Database, site: str, events: list[Event],
 
         assert rows("event", ("events", "visitors")) == want["events"]
         assert rows("goal", ("events", "visitors")) == want["goals"]
-        assert all(n > 0 for n, _ in want["goals"].values()), want["goals"]
+        assert all(n > 0 for n, _ in want["goals"].values()), want["goals"]  # the traffic reaches each
         pages = rows("page", ("engaged_ms",))
         assert {p: ms for p, (ms,) in pages.items() if ms} == {p: ms for p, ms in want["page_engaged_ms"].items() if ms}
         plans = rows("event_prop", ("prop_value", "events"))
@@ -156,7 +162,7 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
     assert seen, "no process of the job was seen running"
     assert not [line for line in seen if secret in line]
     assert sorted(result.days) == [(site, d) for d in days]
-    assert_matches_truth(batch_cfg, site, events, days)
+    assert_matches_truth(batch_cfg, site, events, days, GOALS)
 
     client: pymongo.MongoClient = pymongo.MongoClient(batch_cfg.mongo_url)
     db = client[batch_cfg.mongo_db]
