@@ -151,7 +151,12 @@ def _funnel_json(funnel: Funnel) -> dict[str, object]:
 
 
 class FunnelsView(SiteView):
-    @extend_schema(summary="The site's funnels", parameters=[SITE], responses={200: s.FunnelListSerializer, **ERRORS})
+    @extend_schema(
+        summary="The site's funnels",
+        operation_id="sites_funnels_list",  # else it collides with the report's generated id
+        parameters=[SITE],
+        responses={200: s.FunnelListSerializer, **ERRORS},
+    )
     def get(self, request: Request, site_id: str) -> Response:
         funnels = Funnel.objects.filter(site_id=site_id).prefetch_related("steps__goal")
         return Response({"site_id": site_id, "results": [_funnel_json(f) for f in funnels]})
@@ -188,6 +193,7 @@ class FunnelsView(SiteView):
 class FunnelView(SiteView):
     @extend_schema(
         summary="A funnel's steps over a range",
+        operation_id="sites_funnels_report",
         description=(
             "Per step: visitors reaching it (distinct per day, summed over the days), conversion from the "
             "step before and from the first, and the median time from the step before (exact for one day; "
