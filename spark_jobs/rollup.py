@@ -31,6 +31,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -153,6 +154,34 @@ ZERO_DAY = {
 }  # fmt: skip
 
 
+@dataclass
+class DayRows:
+    """The rollup's rows collected to the driver, by ``(site, day)``."""
+
+    read: dict[tuple[str, str], int]  # archive rows read, before dedup
+    daily: dict[tuple[str, str], dict] = field(default_factory=dict)
+    hourly: dict[tuple[str, str], list[dict]] = field(default_factory=lambda: defaultdict(list))
+    breakdowns: dict[tuple[str, str], list[dict]] = field(default_factory=lambda: defaultdict(list))
+    # funnel id -> step -> the step's row
+    steps: dict[tuple[str, str], dict[str, dict[int, dict]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(dict))
+    )
+
+
+def collect_rows(result: Mapping[str, DataFrame], read: DataFrame, site_tz: Mapping[str, str]) -> DayRows:
+    """:func:`spark_jobs.transforms.rollup`'s ``result`` and the ``read`` counts per site and day, on the driver."""
+    rows = DayRows(read={(r["site_id"], r["day"]): r["count"] for r in read.collect()})
+    rows.daily = {(s, d): row for s, d, row in _rows(result["daily"])}
+    for s, d, row in _rows(result["hourly"]):
+        start_ms = int(row.pop("bucket_start"))  # type: ignore[call-overload]
+        rows.hourly[(s, d)].append({**hour_document(d, site_tz[s], start_ms), **row})
+    for s, d, row in _rows(result["breakdowns"]):
+        rows.breakdowns[(s, d)].append(row)
+    for s, d, row in _rows(result["funnels"]):
+        rows.steps[(s, d)][str(row["funnel_id"])][int(row["step"])] = row  # type: ignore[call-overload]
+    return rows
+
+
 def transform_and_load(
     spark: SparkSession,
     events: DataFrame,
@@ -169,43 +198,15 @@ def transform_and_load(
     tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
     funnels = {site: list(specs) for site, specs in (funnels or {}).items() if site in site_tz}
+    goals = goals or {}
+    # Rows read per local day before dedup: the run record says what the figures came from.
+    read = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
     # Deduplicated and localized once, for every output: each would otherwise redo the shuffle.
     local = localized(events, tz_df, changes).persist()
     try:
-        return _load(spark, events, local, site_tz, days, mongo_url, mongo_db, funnels, goals, tz_df, changes)
+        rows = collect_rows(rollup_localized(local, list(days), funnels=funnels, goals=goals), read, site_tz)
     finally:
         local.unpersist()
-
-
-def _load(
-    spark: SparkSession,
-    events: DataFrame,
-    local: DataFrame,
-    site_tz: dict[str, str],
-    days: Sequence[str],
-    mongo_url: str,
-    mongo_db: str,
-    funnels: Mapping[str, Sequence[FunnelSpec]],
-    goals: Mapping[str, Sequence[GoalSpec]] | None,
-    tz_df: DataFrame,
-    changes: list[tuple[str, int]],
-) -> list[tuple[str, str, int]]:
-    """The rest of :func:`transform_and_load`, over its persisted ``local`` rows."""
-    result = rollup_localized(local, list(days), funnels=funnels, goals=goals)
-    # Rows read per local day before dedup: the run record says what the figures came from.
-    counted = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
-    read = {(r["site_id"], r["day"]): r["count"] for r in counted.collect()}
-    daily = {(s, d): row for s, d, row in _rows(result["daily"])}
-    hourly: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for s, d, row in _rows(result["hourly"]):
-        start_ms = int(row.pop("bucket_start"))  # type: ignore[call-overload]
-        hourly[(s, d)].append({**hour_document(d, site_tz[s], start_ms), **row})
-    breakdowns: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for s, d, row in _rows(result["breakdowns"]):
-        breakdowns[(s, d)].append(row)
-    steps: dict[tuple[str, str], dict[str, dict[int, dict]]] = defaultdict(lambda: defaultdict(dict))
-    for s, d, row in _rows(result["funnels"]):
-        steps[(s, d)][str(row["funnel_id"])][int(row["step"])] = row  # type: ignore[call-overload]
 
     client, db = connect(mongo_url, mongo_db)
     ensure_indexes(db)
@@ -214,20 +215,20 @@ def _load(
         for site in sorted(site_tz):
             for day in days:
                 key = (site, day)
-                stats = daily.get(key, ZERO_DAY)
+                stats = rows.daily.get(key, ZERO_DAY)
                 run = {
                     "status": "complete",
-                    "events_read": int(read.get(key, 0)),
+                    "events_read": int(rows.read.get(key, 0)),
                     "pageviews": stats["pageviews"],
                     "tz": site_tz[site],
                     "computed_at": dt.datetime.now(dt.UTC),
                     "spark_master": spark.sparkContext.master,
                     # Which goals this day counts: the query layer names days rolled up before a goal.
-                    "goal_ids": [g.goal_id for g in (goals or {}).get(site, [])],
+                    "goal_ids": [g.goal_id for g in goals.get(site, [])],
                 }
                 documents = DayDocuments(
-                    site, day, stats, hourly.get(key, []), breakdowns.get(key, []), run,
-                    funnels=funnel_documents(funnels.get(site, []), steps.get(key, {})),
+                    site, day, stats, rows.hourly.get(key, []), rows.breakdowns.get(key, []), run,
+                    funnels=funnel_documents(funnels.get(site, []), rows.steps.get(key, {})),
                 )  # fmt: skip
                 load_day(db, documents)
                 loaded.append((site, day, run["events_read"]))
