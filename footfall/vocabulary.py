@@ -32,6 +32,11 @@ EVENT_DIMENSIONS: Final = (
 SESSION_DIMENSIONS: Final = ("entry_page",)
 # Dimensions counted per custom event (not per page view), ranked by events: the event's name.
 CUSTOM_EVENT_DIMENSIONS: Final = ("event",)
+# The stores' dimensions of custom events: the API's, plus ``event_prop`` (event, property and
+# value, read through the event's properties report rather than as a dimension).
+EVENT_COUNT_DIMENSIONS: Final = (*CUSTOM_EVENT_DIMENSIONS, "event_prop")
+# The dimensions engaged time is counted by, in the speed layer and the batch layer alike.
+ENGAGEMENT_DIMENSIONS: Final = ("page", "ref")
 DIMENSIONS: Final = EVENT_DIMENSIONS + SESSION_DIMENSIONS + CUSTOM_EVENT_DIMENSIONS
 
 # The API's dimension names -> the stores' names.

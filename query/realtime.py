@@ -24,6 +24,7 @@ from cachetools import LRUCache
 
 from footfall.goals import EVENT_NAME, PAGE, GoalSpec
 from footfall.vocabulary import (
+    ENGAGEMENT_DIMENSIONS,
     EVENT_DIMENSIONS,
     INTERVAL_MINUTES,
     PROP_SEPARATOR,
@@ -33,7 +34,7 @@ from footfall.vocabulary import (
     QueryError,
 )
 from query.fanout import FanoutPipeline as Pipeline
-from realtime.keys import ACTIVE_WINDOW_MS, ENGAGEMENT_DIMENSIONS
+from realtime.keys import ACTIVE_WINDOW_MS
 from realtime.store import CounterStore
 from realtime.trends import Rising, rank_rising
 

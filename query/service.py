@@ -25,6 +25,7 @@ from pymongo.database import Database
 
 from footfall.vocabulary import (
     CUSTOM_EVENT_DIMENSIONS,
+    ENGAGEMENT_DIMENSIONS,
     EVENT_DIMENSIONS,
     REFPAGE_SEPARATOR,
     SESSION_DIMENSIONS,
@@ -35,7 +36,6 @@ from query.params import MAX_LIMIT, Filter, Range
 from query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
 from query.realtime import RealtimeQueries, Row
 from query.settled_cache import SettledCache
-from realtime.keys import ENGAGEMENT_DIMENSIONS
 from realtime.trends import Rising
 
 R = TypeVar("R")

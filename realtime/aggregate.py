@@ -24,6 +24,8 @@ from footfall.goals import prop_text
 from footfall.vocabulary import (
     ENGAGED_MS_PROP,
     ENGAGEMENT,
+    ENGAGEMENT_DIMENSIONS,
+    EVENT_COUNT_DIMENSIONS,
     EVENT_DIMENSIONS,
     MAX_ENGAGED_MS,
     NON_CUSTOM_TYPES,
@@ -33,12 +35,12 @@ from footfall.vocabulary import (
     REFPAGE_SEPARATOR,
 )
 from footfall_capture.events import Event
-from realtime.keys import CUSTOM_DIMENSIONS, ENGAGEMENT_DIMENSIONS, VISITOR_CHARS, KeyLayout, fingerprint
+from realtime.keys import VISITOR_CHARS, KeyLayout, fingerprint
 from realtime.value_counts import count_values, sum_values
 
 
 class ValueOp(NamedTuple):
-    """Page views (custom events, for :data:`~realtime.keys.CUSTOM_DIMENSIONS`) and visitors of
+    """Page views (custom events, for :data:`~footfall.vocabulary.EVENT_COUNT_DIMENSIONS`) and visitors of
     one value of a dimension in one bucket; the store counts them under the value, or under
     ``(other)`` when the bucket's set is full (see :mod:`realtime.keys`, Caps)."""
 
@@ -289,7 +291,7 @@ def _add_custom(batch: Batch, layout: KeyLayout, customs: list[Event]) -> None:
         names += [e.type, *[None] * (len(values) - 1)]
         props += values
     per_minute, per_hour = count_values(sites, minutes, members, [names, props])
-    _add_counts(batch, layout, list(CUSTOM_DIMENSIONS), per_minute, per_hour)
+    _add_counts(batch, layout, list(EVENT_COUNT_DIMENSIONS), per_minute, per_hour)
 
 
 def _add_engagement(batch: Batch, layout: KeyLayout, reports: list[Event]) -> None:

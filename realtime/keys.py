@@ -80,7 +80,7 @@ pages), ``ref_type``, ``utm_source``, ``utm_medium``, ``utm_campaign``, ``browse
 
 **Custom events.** Human events whose type is not one of
 :data:`~footfall.vocabulary.NON_CUSTOM_TYPES` are counted in two more dimensions,
-:data:`CUSTOM_DIMENSIONS`, with events (not page views) as their sorted sets' scores and
+:data:`~footfall.vocabulary.EVENT_COUNT_DIMENSIONS`, with events (not page views) as their sorted sets' scores and
 the same per-minute visitor sketches and caps: ``event`` (the type, e.g. ``signup``) and
 ``event_prop`` (event name + U+001F + property name + U+001F + the value as
 :func:`footfall.goals.prop_text` writes it; one value per property of the event, properties
@@ -92,7 +92,7 @@ cannot grow it.
 
 **Engagement.** Engagement reports (type :data:`~footfall.vocabulary.ENGAGEMENT`) add their
 engaged milliseconds (each capped to ``0 .. MAX_ENGAGED_MS``) and one report to the counters
-hash and, per value of :data:`ENGAGEMENT_DIMENSIONS` (``page``: the report's path; ``ref``: its
+hash and, per value of :data:`~footfall.vocabulary.ENGAGEMENT_DIMENSIONS` (``page``: the report's path; ``ref``: its
 referrer label, which is its page view's), to a pair of sorted sets: ``eng`` (reports) decides
 which values hold a place (the same caps), and ``engms`` takes the milliseconds under the same
 value or ``(other)``, so a value's time and reports always go together. No visitors, and no
@@ -109,10 +109,6 @@ import zlib
 from dataclasses import dataclass
 
 from footfall.vocabulary import HOUR_VALUES, MINUTE_VALUES
-
-# Dimensions of custom events (counted per event, not per page view) and of engagement reports.
-CUSTOM_DIMENSIONS = ("event", "event_prop")
-ENGAGEMENT_DIMENSIONS = ("page", "ref")
 
 ACTIVE_WINDOW_MS = 5 * 60 * 1000
 HOUR_MS = 3_600_000
@@ -186,7 +182,7 @@ class KeyLayout:
         return f"{PREFIX}:{site}:h{hour}:top:{dim}"
 
     def engagements(self, site: str, minute: int, dim: str) -> str:
-        """Engagement reports per value of ``dim`` (one of :data:`ENGAGEMENT_DIMENSIONS`)."""
+        """Engagement reports per value of ``dim`` (one of :data:`~footfall.vocabulary.ENGAGEMENT_DIMENSIONS`)."""
         return f"{PREFIX}:{site}:{minute}:eng:{dim}"
 
     def engaged_ms(self, site: str, minute: int, dim: str) -> str:
