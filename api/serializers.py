@@ -21,16 +21,28 @@ class ErrorSerializer(serializers.Serializer):
     error = ErrorDetailSerializer()
 
 
-class SpanSerializer(serializers.Serializer):
-    buckets = serializers.IntegerField(help_text="buckets (time series) or pieces (other queries) from this source")
-    # Plain strings, not date-time: a source's span may be absent (null).
-    from_ = serializers.CharField(allow_null=True)
-    to = serializers.CharField(allow_null=True)
+class FromRenamedSerializer(serializers.Serializer):
+    """Writes its field ``from_`` as ``from``, a Python keyword."""
 
     def get_fields(self) -> dict:
         fields = super().get_fields()
         fields["from"] = fields.pop("from_")
         return fields
+
+
+class RangedSerializer(FromRenamedSerializer):
+    """An answer over a range: ``from``, ``to``, ``tz``."""
+
+    from_ = serializers.DateTimeField()
+    to = serializers.DateTimeField()
+    tz = serializers.CharField()
+
+
+class SpanSerializer(FromRenamedSerializer):
+    buckets = serializers.IntegerField(help_text="buckets (time series) or pieces (other queries) from this source")
+    # Plain strings, not date-time: a source's span may be absent (null).
+    from_ = serializers.CharField(allow_null=True)
+    to = serializers.CharField(allow_null=True)
 
 
 class BatchSpanSerializer(SpanSerializer):
@@ -73,11 +85,8 @@ class RowSerializer(serializers.Serializer):
     engaged_time = serializers.FloatField(required=False, allow_null=True, help_text="engaged seconds")
 
 
-class BreakdownSerializer(serializers.Serializer):
+class BreakdownSerializer(RangedSerializer):
     site_id = serializers.CharField()
-    from_ = serializers.DateTimeField()
-    to = serializers.DateTimeField()
-    tz = serializers.CharField()
     metrics = serializers.ListField(
         child=serializers.ChoiceField(choices=BREAKDOWN_METRICS), help_text="columns of each row"
     )
@@ -86,11 +95,6 @@ class BreakdownSerializer(serializers.Serializer):
     limit = serializers.IntegerField()
     total = serializers.IntegerField(help_text="number of distinct values over all pages")
     sources = SourcesSerializer()
-
-    def get_fields(self) -> dict:
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields
 
 
 class TotalSerializer(serializers.Serializer):
@@ -107,18 +111,10 @@ class TotalsSerializer(serializers.Serializer):
     visit_duration = TotalSerializer()
 
 
-class AggregateSerializer(serializers.Serializer):
+class AggregateSerializer(RangedSerializer):
     site_id = serializers.CharField()
-    from_ = serializers.DateTimeField()
-    to = serializers.DateTimeField()
-    tz = serializers.CharField()
     results = TotalsSerializer()
     sources = SourcesSerializer()
-
-    def get_fields(self) -> dict:
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields
 
 
 class LiveRowSerializer(serializers.Serializer):
@@ -164,19 +160,6 @@ class RealtimeSerializer(serializers.Serializer):
     rising_referrers = RisingSerializer(many=True)
     flows = FlowSerializer(many=True)
     sources = LiveSourcesSerializer()
-
-
-class RangedSerializer(serializers.Serializer):
-    """An answer over a range: ``from`` (a Python keyword, hence the rename), ``to``, ``tz``."""
-
-    from_ = serializers.DateTimeField()
-    to = serializers.DateTimeField()
-    tz = serializers.CharField()
-
-    def get_fields(self) -> dict:
-        fields = super().get_fields()
-        fields["from"] = fields.pop("from_")
-        return fields
 
 
 class GoalInputSerializer(serializers.Serializer):
