@@ -199,8 +199,10 @@ class Run:
 def start_spark(driver_memory: str) -> Any:
     from pyspark.sql import SparkSession
 
+    from spark_jobs.rollup import SESSION_CONF
+
     conf = {"spark.driver.memory": driver_memory, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.session.timeZone": "UTC",  # as historical/rollups.py submits the job
+            **SESSION_CONF,  # as the job sets its session up
             "spark.sql.execution.arrow.pyspark.enabled": "true"}  # fmt: skip
     spark = SparkSession.builder.master("local[2]").appName("footfall-rollup-bench").config(map=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -89,7 +89,6 @@ def spark_submit_command(
     return [
         str(submit), "--master", master, *properties,
         "--conf", "spark.ui.enabled=false",
-        "--conf", "spark.sql.session.timeZone=UTC",
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--driver-memory", cfg.spark_driver_memory,
