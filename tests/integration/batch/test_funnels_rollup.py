@@ -123,16 +123,18 @@ def test_funnels_roll_up_exactly_and_idempotently(batch_cfg: Config) -> None:
         assert got[(DAY2, "1")]["steps"] == steps(1, [MINUTE], [30 * MINUTE])
         assert got[(DAY2, "2")]["steps"] == steps(0, [])  # nobody started it: zeros, still there
 
+        # A re-run with one funnel fewer: the same documents, less the dropped funnel's.
         before = documents(db, site, [DAY1, DAY2])
-        run_rollup(batch_cfg, first, last, [site], funnels={site: [SIGNUP, STRICT]})
-        assert documents(db, site, [DAY1, DAY2]) == before, "a re-run changed the documents"
-
         run_rollup(batch_cfg, first, last, [site], funnels={site: [SIGNUP]})
+        after = documents(db, site, [DAY1, DAY2])
         assert sorted(d["_id"] for d in db[FUNNELS].find({"site_id": site})) == [
             f"{site}|{DAY1}|1",
             f"{site}|{DAY2}|1",
         ]
-        assert documents(db, site, [DAY1, DAY2])[FUNNELS] == [d for d in before[FUNNELS] if d["funnel_id"] == "1"]
+        assert after[FUNNELS] == [d for d in before[FUNNELS] if d["funnel_id"] == "1"]
+        assert {k: v for k, v in after.items() if k != FUNNELS} == {k: v for k, v in before.items() if k != FUNNELS}, (
+            "a re-run changed the documents"
+        )
 
         both = funnel(db, site, "1", [DAY1, DAY2])
         assert both is not None
