@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from footfall.vocabulary import BREAKDOWN_METRICS, METRICS
+from footfall.vocabulary import BREAKDOWN_METRICS, GOAL_BREAKDOWN_METRICS, METRICS
 
 SOURCES = ("batch", "realtime", "missing")
 
@@ -83,12 +83,23 @@ class RowSerializer(serializers.Serializer):
     time_on_page = serializers.FloatField(required=False, allow_null=True, help_text="engaged s per page view")
     scroll_depth = serializers.FloatField(required=False, allow_null=True, help_text="mean deepest scroll, %")
     engaged_time = serializers.FloatField(required=False, allow_null=True, help_text="engaged seconds")
+    conversions = serializers.IntegerField(required=False, help_text="with goal: the converting visitors' conversions")
+    conversion_rate = serializers.FloatField(
+        required=False, allow_null=True, help_text="with goal: converting visitors / visitors attributed to the value"
+    )
+
+
+class GoalRefSerializer(serializers.Serializer):
+    goal_id = serializers.CharField()
+    name = serializers.CharField()
 
 
 class BreakdownSerializer(RangedSerializer):
     site_id = serializers.CharField()
+    goal = GoalRefSerializer(required=False, help_text="with goal: the goal the rows are filtered by")
     metrics = serializers.ListField(
-        child=serializers.ChoiceField(choices=BREAKDOWN_METRICS), help_text="columns of each row"
+        child=serializers.ChoiceField(choices=tuple(dict.fromkeys((*BREAKDOWN_METRICS, *GOAL_BREAKDOWN_METRICS)))),
+        help_text="columns of each row",
     )
     results = RowSerializer(many=True)
     page = serializers.IntegerField()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.authentication import SessionAuthentication
@@ -21,7 +22,7 @@ from api.auth import ApiKeyAuthentication, ApiKeyRateThrottle, SiteReadAccess
 from api.renderers import CsvRenderer
 from footfall import vocabulary as v
 from footfall.goals import EVENT_NAME
-from footfall.models import ApiKey
+from footfall.models import ApiKey, Goal
 from footfall.vocabulary import QueryError
 from query import params as p
 from query.runtime import get_conversions, get_health_checks, get_service
@@ -171,17 +172,49 @@ class BreakdownView(_BreakdownBase):
             "Settled days are exact. Within the realtime window, a minute keeps the page views of its "
             f"{v.MINUTE_VALUES:,} busiest values per dimension (an hour: {v.HOUR_VALUES:,}); "
             f"further values of that bucket are counted under the value {v.VALUE_OTHER}, until the "
-            "nightly rollup settles the day."
+            "nightly rollup settles the day.\n\n"
+            "With `goal`: where that goal's converting visitors came from, ranked by converting visitors. "
+            "Each visitor-day counts under the values of its first session of the day; a row has `visitors` "
+            "(converting), `conversions` and `conversion_rate` (converting / all visitors whose first session "
+            "had the value). Settled days only: the part of the range the nightly rollup has not settled is "
+            f"reported in `sources.missing`. Dimensions: {', '.join(v.GOAL_FILTER_DIMENSIONS)}."
         ),
         parameters=[
             SITE,
             OpenApiParameter("dimension", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(v.API_DIMENSIONS)),
             *BREAKDOWN_PARAMS,
+            OpenApiParameter(
+                "goal",
+                OpenApiTypes.INT,
+                description="a goal id of the site: where its converting visitors came from (not with metrics)",
+            ),
         ],
-        responses={200: s.BreakdownSerializer, **ERRORS},
+        responses={
+            200: s.BreakdownSerializer,
+            **ERRORS,
+            404: OpenApiResponse(s.ErrorSerializer, description="no such site for this key, or no such goal"),
+        },
     )
     def get(self, request: Request, site_id: str, dimension: str) -> Response:
-        return self.breakdown(request, p.dimension(dimension))
+        store_dimension = p.dimension(dimension)
+        q = self.params(request)
+        if "goal" not in q:
+            return self.breakdown(request, store_dimension)
+        if store_dimension not in v.GOAL_SOURCE_DIMENSIONS:
+            raise QueryError("dimension", f"with goal, must be one of {', '.join(v.GOAL_FILTER_DIMENSIONS)}")
+        if q.get("metrics"):
+            raise QueryError("metrics", f"not with goal: its columns are {', '.join(v.GOAL_BREAKDOWN_METRICS)}")
+        if not q["goal"]:
+            raise QueryError("goal", "must be a goal id of the site (GET /api/v1/sites/<site_id>/goals lists them)")
+        goal_id = p.bounded_int(q, "goal", 0, 1, 999_999_999)
+        limit = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT)
+        page = p.bounded_int(q, "page", 1, 1, 100_000)
+        site = self.site(request)
+        goal = Goal.objects.filter(site_id=site.site_id, pk=goal_id).first()
+        if goal is None:
+            raise Http404("no such goal")
+        rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
+        return Response(get_conversions().goal_breakdown(site, store_dimension, goal.spec(), rng, limit, page))
 
 
 class ReferrerPagesView(_BreakdownBase):

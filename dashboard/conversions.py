@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
-from dash.dash_table.Format import Format, Scheme
 
 from dashboard.figures import ACCENT, BASE_LAYOUT, LABEL_MAX, MUTED, empty_figure, fmt_duration, plot_text
-from dashboard.tables import INT
+from dashboard.tables import INT, RATE
 
-RATE = Format(precision=1, scheme=Scheme.percentage)
 GOAL_COLUMNS: list[dict[str, object]] = [
     {"name": "Goal", "id": "name"},
     {"name": "Reached by", "id": "definition"},

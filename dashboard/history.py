@@ -11,10 +11,12 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard import figures, messages, tables
 from dashboard.access import SiteChoice, current, problem_for_viewer
+from dashboard.definitions import goal_specs
 from dashboard.ranges import DayRange, RangeError, resolve, today_in
-from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS
+from footfall.goals import GoalSpec
+from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS, GOAL_BREAKDOWN_METRICS, GOAL_FILTER_DIMENSIONS
 from query.params import MAX_LIMIT, Filter
-from query.runtime import get_service
+from query.runtime import get_conversions, get_service
 
 log = logging.getLogger(__name__)
 METRICS = list(figures.METRIC_LABELS)
@@ -35,6 +37,14 @@ def day_range(store: dict | None) -> tuple[SiteChoice, DayRange, bool] | None:
         return None
     rng = DayRange(dt.date.fromisoformat(store["first"]), dt.date.fromisoformat(store["last"]))
     return site, rng, bool(store.get("compare"))
+
+
+def _goal(site: SiteChoice, dimension: str, store: dict | None) -> GoalSpec | None:
+    """The goal of ``hist-goal-filter`` when table ``dimension`` can be filtered by it: looked
+    up among the site's own goals (the id comes from the browser), None otherwise."""
+    if not store or dimension not in GOAL_FILTER_DIMENSIONS:
+        return None
+    return next((g for g in goal_specs(site.site_id) if g.goal_id == store.get("goal_id")), None)
 
 
 def _filter(store: dict | None) -> Filter | None:
@@ -171,14 +181,18 @@ def register(app: Dash) -> None:
         Input("hist-range", "data"),
         Input("hist-dim", "value"),
         Input("hist-filter", "data"),
+        Input("hist-goal-filter", "data"),
     )
-    def breakdown(store: dict | None, dimension: str, filter_store: dict | None) -> tuple:
+    def breakdown(store: dict | None, dimension: str, filter_store: dict | None, goal_store: dict | None) -> tuple:
         resolved = day_range(store)
         if resolved is None or dimension not in API_DIMENSIONS:
             return (no_update,) * 8
         site, rng, _ = resolved
         plan = tables.plan_breakdown(dimension, filter_store)
         try:
+            goal = _goal(site, dimension, goal_store)
+            if goal is not None:
+                return _goal_table(site, rng, dimension, goal)
             body = get_service().breakdown(
                 site.info, plan.store_dimension, rng.query_range(ZoneInfo(site.tz)), tables.TABLE_LIMIT, 1,
                 tables.breakdown_metrics(dimension, plan.store_dimension), ref=plan.ref, path=plan.path,
@@ -197,6 +211,8 @@ def register(app: Dash) -> None:
             )
         rows = [{**row, "id": row["value"]} for row in body["results"]]
         note = plan.note or ""
+        if goal_store:
+            note = (note + " " if note else "") + messages.GOAL_FILTER_ELSEWHERE
         if not rows:
             note = (note + " " if note else "") + messages.NO_HISTORY
         shown = len(rows)
@@ -206,6 +222,32 @@ def register(app: Dash) -> None:
         elif dimension == "events":
             caption += " · click an event to see its properties"
         return rows, tables.breakdown_columns(dimension, plan.store_dimension), None, [], 0, note, not note, caption
+
+    @app.callback(
+        Output("hist-goal-filter", "data"),
+        Input("hist-goals", "active_cell"),
+        Input("hist-goal-clear", "n_clicks"),
+        State("hist-range", "data"),
+        prevent_initial_call=True,
+    )
+    def goal_filter(cell: dict | None, _clear: int | None, store: dict | None) -> dict | None:
+        """A goal clicked in the Goals panel filters the breakdown by it; a new range (which
+        drops the click) or "Show all visitors" ends that."""
+        resolved = day_range(store)
+        if ctx.triggered_id == "hist-goal-clear" or not cell or resolved is None:
+            return None
+        spec = next((g for g in goal_specs(resolved[0].site_id) if g.goal_id == cell.get("row_id")), None)
+        return {"goal_id": spec.goal_id, "name": spec.name or f"goal {spec.goal_id}"} if spec else None
+
+    @app.callback(
+        Output("hist-goal-bar", "hidden"),
+        Output("hist-goal-label", "children"),
+        Input("hist-goal-filter", "data"),
+    )
+    def goal_bar(goal: dict | None) -> tuple:
+        if not goal:
+            return True, ""
+        return False, messages.GOAL_FILTER.format(name=goal["name"])
 
     @app.callback(
         Output("hist-filter", "data"),
@@ -241,25 +283,53 @@ def register(app: Dash) -> None:
         State("hist-range", "data"),
         State("hist-dim", "value"),
         State("hist-filter", "data"),
+        State("hist-goal-filter", "data"),
         prevent_initial_call=True,
     )
-    def export(_clicks: int, store: dict | None, dimension: str, filter_store: dict | None) -> object:
+    def export(
+        _clicks: int, store: dict | None, dimension: str, filter_store: dict | None, goal_store: dict | None
+    ) -> object:
+        """The table's rows, all of them (up to CSV_MAX_ROWS), as the table is filtered."""
         resolved = day_range(store)
         if resolved is None or dimension not in API_DIMENSIONS:
             return no_update
         site, rng, _ = resolved
         plan = tables.plan_breakdown(dimension, filter_store)
-        metrics = tables.breakdown_metrics(dimension, plan.store_dimension)
+        goal = _goal(site, dimension, goal_store)
+        metrics = GOAL_BREAKDOWN_METRICS if goal else tables.breakdown_metrics(dimension, plan.store_dimension)
+        query_range = rng.query_range(ZoneInfo(site.tz))
         rows: list[dict] = []
         page = 1
         while len(rows) < CSV_MAX_ROWS:
-            body = get_service().breakdown(
-                site.info, plan.store_dimension, rng.query_range(ZoneInfo(site.tz)), MAX_LIMIT, page,
-                metrics, ref=plan.ref, path=plan.path,
-            )  # fmt: skip
+            if goal is not None:
+                body = get_conversions().goal_breakdown(
+                    site.info, API_DIMENSIONS[dimension], goal, query_range, MAX_LIMIT, page
+                )
+            else:
+                body = get_service().breakdown(
+                    site.info, plan.store_dimension, query_range, MAX_LIMIT, page, metrics, ref=plan.ref,
+                    path=plan.path,
+                )  # fmt: skip
             rows.extend(body["results"])
             if page * MAX_LIMIT >= body["total"]:
                 break
             page += 1
         text = tables.csv_text(rows, metrics)
         return dcc.send_string(text, figures.csv_name(site.site_id, dimension, rng.first, rng.last), type="text/csv")
+
+
+def _goal_table(site: SiteChoice, rng: DayRange, dimension: str, goal: GoalSpec) -> tuple:
+    """The breakdown callback's outputs for table ``dimension`` filtered by ``goal``."""
+    body = get_conversions().goal_breakdown(
+        site.info, API_DIMENSIONS[dimension], goal, rng.query_range(ZoneInfo(site.tz)), tables.TABLE_LIMIT, 1
+    )
+    rows = [{**row, "id": row["value"]} for row in body["results"]]
+    # Only what the reader must know: days the rollup has not attributed yet.
+    notes = [n for n in body["sources"]["notes"] if not n.startswith("visitors:")]
+    if not rows:
+        notes.append(messages.NO_GOAL_SOURCES)
+    note = " ".join(notes)
+    caption = f"{len(rows)} of {body['total']} values" + (
+        " (the CSV has them all)" if body["total"] > len(rows) else ""
+    )
+    return rows, tables.goal_breakdown_columns(dimension), None, [], 0, note, not note, caption

@@ -233,6 +233,7 @@ def history_page(extra: Sequence[Component] = ()) -> html.Div:
         [
             dcc.Store(id="hist-range"),
             dcc.Store(id="hist-filter"),
+            dcc.Store(id="hist-goal-filter"),  # {"goal_id", "name"} of the goal clicked in the Goals panel
             html.Div(
                 [
                     html.H1("History"),
@@ -312,6 +313,15 @@ def history_page(extra: Sequence[Component] = ()) -> html.Div:
                         value="pages",
                         inline=True,
                         className="chips",
+                    ),
+                    html.Div(
+                        [
+                            html.Span("", id="hist-goal-label"),
+                            html.Button("Show all visitors", id="hist-goal-clear", className="link-button"),
+                        ],
+                        id="hist-goal-bar",
+                        className="filter-bar",
+                        hidden=True,
                     ),
                     html.P("", id="hist-table-note", className="empty-note", hidden=True),
                     dcc.Loading(

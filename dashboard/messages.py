@@ -32,6 +32,15 @@ NO_HISTORY = (
     "No traffic in this range. Pick a longer range, or check that events arrive (the live view) and that the "
     "nightly rollup ran (the health panel)."
 )
+GOAL_FILTER = "Converting visitors of the goal {name}, by their first session of the day (settled days only)"
+GOAL_FILTER_ELSEWHERE = (
+    "This table is not filtered by the goal: referrers, referrer types, UTM tags, entry pages, countries, "
+    "browsers, OS and devices are."
+)
+NO_GOAL_SOURCES = (
+    "No converting visitor of this goal on the settled days of this range: today and days not rolled up "
+    "count once the nightly rollup has run."
+)
 NO_RISING = (
     "Nothing is rising right now: a page or referrer shows up here when its last 10 minutes clearly beat its "
     "usual level over the 3 hours before (it needs at least 30 minutes of this site's traffic to judge)."

@@ -62,7 +62,7 @@ def goals_panel() -> html.Section:
             html.Div(
                 [
                     html.H2("Goals"),
-                    html.Span("Click a goal to see it per day.", className="hint"),
+                    html.Span("Click a goal to see it per day and filter the breakdown by it.", className="hint"),
                     html.Span([], id="hist-goals-admin", className="admin-links"),
                 ],
                 className="panel-head",

@@ -74,11 +74,12 @@ def breakdown_metrics(dimension: str, store_dimension: str | None = None) -> tup
 
 
 COUNT_TITLES = {"pageviews": "Page views", "visitors": "Visitors", "sessions": "Sessions", "events": "Events"}
+RATE = Format(precision=1, scheme=Scheme.percentage)
 # Seconds and percent stay numbers, so the table sorts them as numbers; the unit is a suffix.
 SECONDS = Format(precision=1, scheme=Scheme.fixed, group=",").symbol(Symbol.yes).symbol_suffix(" s")
 PERCENT_OF_PAGE = Format(precision=0, scheme=Scheme.fixed).symbol(Symbol.yes).symbol_suffix(" %")
 RATIO_COLUMNS: dict[str, tuple[str, Format]] = {
-    "bounce_rate": ("Bounce rate", Format(precision=1, scheme=Scheme.percentage)),
+    "bounce_rate": ("Bounce rate", RATE),
     "visit_duration": ("Duration (s)", Format(precision=0, scheme=Scheme.fixed)),
     "time_on_page": ("Time on page", SECONDS),  # engaged seconds per page view
     "scroll_depth": ("Scroll depth", PERCENT_OF_PAGE),  # mean deepest scroll, 0-100
@@ -96,6 +97,17 @@ def breakdown_columns(dimension: str, store_dimension: str | None = None) -> lis
             title, fmt = RATIO_COLUMNS[metric]
             columns.append({"name": title, "id": metric, "type": "numeric", "format": fmt})
     return columns
+
+
+def goal_breakdown_columns(dimension: str) -> list[dict[str, object]]:
+    """The DataTable columns of table ``dimension`` filtered by a goal (the query service's
+    ``goal_breakdown``): the value, converting visitors, their conversions and the rate."""
+    return [
+        {"name": VALUE_TITLES.get(dimension, "Value"), "id": "value"},
+        {"name": "Converting visitors", "id": "visitors", "type": "numeric", "format": INT},
+        {"name": "Conversions", "id": "conversions", "type": "numeric", "format": INT},
+        {"name": "Conversion rate", "id": "conversion_rate", "type": "numeric", "format": RATE},
+    ]
 
 
 @dataclass(frozen=True, slots=True)

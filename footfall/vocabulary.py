@@ -58,12 +58,37 @@ API_DIMENSIONS: Final[Mapping[str, str]] = {
 # Dimensions a query may filter by: those both layers count.
 FILTER_DIMENSIONS: Final = tuple(name for name, dim in API_DIMENSIONS.items() if dim in EVENT_DIMENSIONS)
 
+# Dimensions a goal's converting visitors are attributed to (the breakdown's ``goal`` filter):
+# values of the visitor's first session of the day. The batch layer stores per day rows of
+# dimension GOAL_SOURCE_PREFIX + dim (value: goal id + PROP_SEPARATOR + value; converting
+# visitors and their conversions) and GOAL_BASE_PREFIX + dim (value: the value; every visitor
+# attributed to it), so a conversion rate has one definition above and below the line.
+GOAL_SOURCE_DIMENSIONS: Final = (
+    "ref",
+    "ref_type",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "entry_page",
+    "country",
+    "browser",
+    "os",
+    "device",
+)
+GOAL_SOURCE_PREFIX: Final = "goal_src:"
+GOAL_BASE_PREFIX: Final = "goal_base:"
+# The API's dimension names a breakdown may be filtered by goal on.
+GOAL_FILTER_DIMENSIONS: Final = tuple(name for name, dim in API_DIMENSIONS.items() if dim in GOAL_SOURCE_DIMENSIONS)
+
 # Metrics the API answers; the speed layer counts the first two plus events and bot events.
 METRICS: Final = ("pageviews", "visitors", "sessions", "bounce_rate", "visit_duration")
 REALTIME_METRICS: Final = ("pageviews", "visitors", "events", "bot_events")
 # Columns a breakdown row may have besides METRICS: custom events, and engagement (time on
 # page and scroll depth of pages, engaged time of pages and referrers).
 BREAKDOWN_METRICS: Final = (*METRICS, "events", "time_on_page", "scroll_depth", "engaged_time")
+# The columns of a breakdown filtered by goal: converting visitors, their conversions, and
+# converting visitors / visitors attributed to the value alike.
+GOAL_BREAKDOWN_METRICS: Final = ("visitors", "conversions", "conversion_rate")
 
 # Bucket sizes of a time series, and the minutes of those the speed layer keeps.
 INTERVALS: Final = ("minute", "hour", "day")

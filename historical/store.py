@@ -13,8 +13,9 @@ collection             ``_id`` (deterministic)                    content
 ``rollup_breakdowns``  ``site|day|dimension|sha1(value)``         per dimension value (pages,
                                                                   referrers, referrer→page, UTM,
                                                                   custom events, event properties,
-                                                                  goals, ...; engaged time on pages
-                                                                  and referrers)
+                                                                  goals and where their converting
+                                                                  visitors came from, ...; engaged
+                                                                  time on pages and referrers)
 ``rollup_funnels``     ``site|day|funnel_id``                     per funnel: ``name``, ``steps`` (per
                                                                   step ``visitors``, ``median_ms``,
                                                                   ``times_ms``: see below)

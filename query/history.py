@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 from pymongo.database import Database
 
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS
+from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_SOURCE_PREFIX, PROP_SEPARATOR
 from historical.buckets import ms
 from historical.store import BREAKDOWNS, DAILY, FUNNELS, HOURLY, RUNS, has_clock_change
 
@@ -66,6 +67,8 @@ class Settlement:
     watermark: str | None
     generations: Mapping[str, str] = field(default_factory=dict)
     goals: Mapping[str, frozenset[str]] = field(default_factory=dict)  # day -> goal ids its rollup counted
+    # Days whose rollup attributed converting visitors to their first session (goal_src:* rows).
+    goal_sources: frozenset[str] = frozenset()
 
 
 def settlement(db: Database, site: str, since: str) -> Settlement:
@@ -74,11 +77,12 @@ def settlement(db: Database, site: str, since: str) -> Settlement:
     watermark), a second of one document otherwise. A query needs both, and on the local
     Mongo-wire server (no secondary indexes) every read is a pass over the collection."""
     query = {"site_id": site, "status": "complete", "day": {"$gte": since}}
-    runs = list(db[RUNS].find(query, {"day": 1, "generation": 1, "goal_ids": 1}))
+    runs = list(db[RUNS].find(query, {"day": 1, "generation": 1, "goal_ids": 1, "goal_sources": 1}))
     days = frozenset(doc["day"] for doc in runs)
     generations = {doc["day"]: str(doc["generation"]) for doc in runs if doc.get("generation")}
     goals = {doc["day"]: frozenset(map(str, doc.get("goal_ids") or ())) for doc in runs}
-    return Settlement(days, max(days) if days else watermark(db, site), generations, goals)
+    attributed = frozenset(doc["day"] for doc in runs if doc.get("goal_sources"))
+    return Settlement(days, max(days) if days else watermark(db, site), generations, goals, attributed)
 
 
 def watermark(db: Database, site: str) -> str | None:
@@ -309,4 +313,33 @@ def event_property_names(db: Database, site: str, event: str, days: Iterable[str
     out: dict[str, int] = {}
     for doc in db[BREAKDOWNS].find(query, {"prop": 1, "events": 1}):
         out[str(doc["prop"])] = out.get(str(doc["prop"]), 0) + int(doc.get("events") or 0)
+    return out
+
+
+def goal_sources(db: Database, site: str, dim: str, goal_id: str, days: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Per value of goal source dimension ``dim`` (:data:`footfall.vocabulary.GOAL_SOURCE_DIMENSIONS`)
+    over ``days``: (converting visitors of goal ``goal_id`` attributed to it, summed per day;
+    their conversions)."""
+    days = sorted(set(days))
+    if not days:
+        return {}
+    query = {"site_id": site, "dimension": GOAL_SOURCE_PREFIX + dim, "goal_id": goal_id, "day": {"$in": days}}
+    out: dict[str, tuple[int, int]] = {}
+    for doc in db[BREAKDOWNS].find(query, {"value": 1, "visitors": 1, "events": 1}):
+        value = str(doc["value"]).partition(PROP_SEPARATOR)[2]
+        visitors, conversions = out.get(value, (0, 0))
+        out[value] = (visitors + int(doc.get("visitors") or 0), conversions + int(doc.get("events") or 0))
+    return out
+
+
+def goal_base(db: Database, site: str, dim: str, days: Iterable[str], values: Iterable[str]) -> dict[str, int]:
+    """Per one of ``values`` of goal source dimension ``dim``: the visitors attributed to it over
+    ``days`` (first session of the day), summed per day; values without any are absent."""
+    days, values = sorted(set(days)), sorted(set(values))
+    if not days or not values:
+        return {}
+    query = {"site_id": site, "dimension": GOAL_BASE_PREFIX + dim, "value": {"$in": values}, "day": {"$in": days}}
+    out: dict[str, int] = {}
+    for doc in db[BREAKDOWNS].find(query, {"value": 1, "visitors": 1}):
+        out[str(doc["value"])] = out.get(str(doc["value"]), 0) + int(doc.get("visitors") or 0)
     return out

@@ -1,6 +1,6 @@
-"""The rollup's breakdowns of custom events, their properties, goals and engaged time: pure
-DataFrame → DataFrame functions, like :mod:`spark_jobs.transforms` (which wires them into
-:func:`spark_jobs.transforms.rollup`).
+"""The rollup's breakdowns of custom events, their properties, goals (and where their converting
+visitors came from) and engaged time: pure DataFrame → DataFrame functions, like
+:mod:`spark_jobs.transforms` (which wires them into :func:`spark_jobs.transforms.rollup`).
 
 Every input is localized, deduplicated *human* events of the days rolled up (all types): bots
 never count here. Each output has the breakdowns' key columns ``site_id``, ``day``,
@@ -18,7 +18,16 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from footfall.goals import PAGE, GoalSpec
-from footfall.vocabulary import ENGAGEMENT, EVENT_PROP_VALUES, NON_CUSTOM_TYPES, PROP_SEPARATOR, VALUE_OTHER
+from footfall.vocabulary import (
+    ENGAGEMENT,
+    EVENT_PROP_VALUES,
+    GOAL_BASE_PREFIX,
+    GOAL_SOURCE_DIMENSIONS,
+    GOAL_SOURCE_PREFIX,
+    NON_CUSTOM_TYPES,
+    PROP_SEPARATOR,
+    VALUE_OTHER,
+)
 from spark_jobs.columns import engaged_ms, pageview_key, props_map, ref_label, scroll_depth
 
 GOAL_DDL = "site_id STRING, day STRING, goal_id STRING, name STRING"
@@ -89,14 +98,32 @@ def _goal_condition(spec: GoalSpec, props: Column) -> Column:
     return reached
 
 
+def _goal_hits(events: DataFrame, goals: Mapping[str, Sequence[GoalSpec]]) -> DataFrame | None:
+    """One row per (event, goal it reaches): ``site_id``, ``day``, ``visitor_id``, ``goal_id``;
+    None when no site has a goal. Conditions are literals, chosen per site, so each event is
+    tested against its own site's goals only and every pattern is compiled once."""
+    props = props_map()
+    reached: Column | None = None
+    for site, specs in sorted(goals.items()):
+        if not specs:
+            continue
+        ids = F.array(*[F.when(_goal_condition(g, props), F.lit(g.goal_id)) for g in specs])
+        on_site = F.col("site_id") == F.lit(site)
+        reached = F.when(on_site, ids) if reached is None else reached.when(on_site, ids)
+    if reached is None:
+        return None
+    return events.where(F.col("site_id").isin(*goals)).select(
+        "site_id", "day", "visitor_id", F.explode(F.array_compact(reached)).alias("goal_id")
+    )
+
+
 def goal_breakdowns(events: DataFrame, goals: Mapping[str, Sequence[GoalSpec]], days: Iterable[str]) -> DataFrame:
     """Conversions per goal: dimension ``goal``, ``value`` the goal's id.
 
     ``goals``: each site's goal definitions (sites without any are left out). Every goal of a
     site gets a row for every one of ``days``, zeros when nothing reached it, so a day rolled up
-    with the goal defined is told apart from one rolled up before it was. Conditions are
-    literals, chosen per site, so each event is tested against its own site's goals only and
-    every pattern is compiled once. A goal id given twice for one site is an error.
+    with the goal defined is told apart from one rolled up before it was. A goal id given twice
+    for one site is an error.
 
     Output: the key columns, ``pageviews`` (0), ``visitors`` (unique conversions), ``events``
     (LONG: total conversions), ``name`` (STRING: the goal's name).
@@ -109,25 +136,101 @@ def goal_breakdowns(events: DataFrame, goals: Mapping[str, Sequence[GoalSpec]], 
         if len(ids) != len(set(ids)):
             raise ValueError(f"goals of site {site!r}: a goal_id is given twice")
     zeros = spark.createDataFrame(defined, GOAL_DDL)
-    props = props_map()
-    reached: Column | None = None
-    for site, specs in sorted(goals.items()):
-        if not specs:
-            continue
-        ids = F.array(*[F.when(_goal_condition(g, props), F.lit(g.goal_id)) for g in specs])
-        on_site = F.col("site_id") == F.lit(site)
-        reached = F.when(on_site, ids) if reached is None else reached.when(on_site, ids)
-    if reached is None:
+    hits = _goal_hits(events, goals)
+    if hits is None:
         counts = spark.createDataFrame([], "site_id STRING, day STRING, goal_id STRING, events LONG, visitors LONG")
     else:
-        counts = (
-            events.where(F.col("site_id").isin(*goals))
-            .select("site_id", "day", "visitor_id", F.explode(F.array_compact(reached)).alias("goal_id"))
-            .groupBy("site_id", "day", "goal_id")
-            .agg(F.count("*").alias("events"), F.count_distinct("visitor_id").alias("visitors"))
+        counts = hits.groupBy("site_id", "day", "goal_id").agg(
+            F.count("*").alias("events"), F.count_distinct("visitor_id").alias("visitors")
         )
     joined = zeros.join(counts, ["site_id", "day", "goal_id"], "left").fillna(0, subset=["events", "visitors"])
     return _keyed(joined, "goal", F.col("goal_id"), "visitors", "events", "name")
+
+
+# The session column each goal source dimension takes its value from (the first page view's).
+_SESSION_COLUMNS: Mapping[str, str] = {
+    "ref": "entry_ref_domain",
+    "ref_type": "entry_ref_type",
+    "utm_source": "entry_utm_source",
+    "utm_medium": "entry_utm_medium",
+    "utm_campaign": "entry_utm_campaign",
+    "entry_page": "entry_page",
+    "country": "entry_country",
+    "browser": "entry_browser",
+    "os": "entry_os",
+    "device": "entry_device",
+}
+assert tuple(_SESSION_COLUMNS) == GOAL_SOURCE_DIMENSIONS, "one session column per goal source dimension"
+GOAL_SOURCE_DDL = (
+    "site_id STRING, day STRING, dimension STRING, value STRING, pageviews BIGINT, visitors BIGINT, "
+    "events BIGINT, goal_id STRING"
+)
+
+
+def goal_source_breakdowns(
+    events: DataFrame, sessions: DataFrame, goals: Mapping[str, Sequence[GoalSpec]]
+) -> DataFrame:
+    """Where a goal's converting visitors came from: each visitor-day attributed to its first session.
+
+    ``events``: as for :func:`goal_breakdowns` (human events of the days); ``sessions``: those of
+    :func:`spark_jobs.transforms.sessionize` that start on the days. A visitor's first session of a
+    day is the one starting first that day (ties: lowest ``session_id``); the visitor-day takes its
+    values for every dimension of :data:`footfall.vocabulary.GOAL_SOURCE_DIMENSIONS` (a null value
+    attributes it to nothing in that dimension). Every conversion of the visitor that day counts
+    there, also one before their first page view, and a visitor converting on a day without a
+    session starting that day (custom events only, or only the tail of a session begun the day
+    before) is attributed to nothing. Events and sessions without a ``visitor_id`` cannot be
+    linked to each other and are left out. Only sites with goals get rows.
+
+    Output (:data:`GOAL_SOURCE_DDL`), per site and day:
+
+    * dimension ``goal_src:<dim>``, ``value`` = goal id + PROP_SEPARATOR + the dimension's value,
+      ``goal_id``: ``visitors`` (converting visitors attributed to the value), ``events`` (their
+      conversions of the goal that day);
+    * dimension ``goal_base:<dim>``, ``value`` the dimension's value, once per dimension whatever
+      the goals: ``visitors`` attributed to the value (the conversion rate's denominator);
+      ``events`` and ``goal_id`` null.
+
+    ``pageviews`` is 0.
+    """
+    spark = events.sparkSession
+    hits = _goal_hits(events, goals)
+    if hits is None:
+        return spark.createDataFrame([], GOAL_SOURCE_DDL)
+    with_goals = [site for site, specs in goals.items() if specs]
+    visitor = ["site_id", "day", "visitor_id"]
+    first = Window.partitionBy(*visitor).orderBy("start_ts", "session_id")
+    pairs = F.array(*[F.struct(F.lit(dim).alias("dim"), F.col(column).alias("v")) for dim, column in
+                      _SESSION_COLUMNS.items()])  # fmt: skip
+    attributed = (
+        sessions.where(F.col("visitor_id").isNotNull() & F.col("site_id").isin(*with_goals))
+        .withColumn("_n", F.row_number().over(first))
+        .where(F.col("_n") == 1)
+        .select(*visitor, F.explode(pairs).alias("_a"))
+        .select(*visitor, F.col("_a.dim").alias("_dim"), F.col("_a.v").alias("_value"))
+        .where(F.col("_value").isNotNull())
+    )
+    # One row per visitor-day and value, so a count is a count of distinct visitors.
+    base = attributed.groupBy("site_id", "day", "_dim", "_value").agg(F.count("*").alias("visitors"))
+    converting = (
+        hits.where(F.col("visitor_id").isNotNull()).groupBy(*visitor, "goal_id").agg(F.count("*").alias("_conversions"))
+    )
+    sources = (
+        attributed.join(converting, visitor)
+        .groupBy("site_id", "day", "_dim", "_value", "goal_id")
+        .agg(F.count("*").alias("visitors"), F.sum("_conversions").cast("long").alias("events"))
+    )
+    zero = F.lit(0).cast("long").alias("pageviews")
+    return sources.select(
+        "site_id", "day", F.concat(F.lit(GOAL_SOURCE_PREFIX), "_dim").alias("dimension"),
+        F.concat("goal_id", F.lit(PROP_SEPARATOR), "_value").alias("value"), zero, "visitors", "events", "goal_id",
+    ).unionByName(
+        base.select(
+            "site_id", "day", F.concat(F.lit(GOAL_BASE_PREFIX), "_dim").alias("dimension"),
+            F.col("_value").alias("value"), zero, "visitors", F.lit(None).cast("long").alias("events"),
+            F.lit(None).cast("string").alias("goal_id"),
+        )
+    )  # fmt: skip
 
 
 def engagement_breakdowns(events: DataFrame) -> DataFrame:

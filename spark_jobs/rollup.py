@@ -233,6 +233,8 @@ def transform_and_load(
                     "spark_master": spark.sparkContext.master,
                     # Which goals this day counts: the query layer names days rolled up before a goal.
                     "goal_ids": [g.goal_id for g in goals.get(site, [])],
+                    # Its goal_src:*/goal_base:* rows exist (a day rolled up before them has none).
+                    "goal_sources": True,
                 }
                 documents = DayDocuments(
                     site, day, stats, rows.hourly.get(key, []), rows.breakdowns.get(key, []), run,

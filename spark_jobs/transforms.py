@@ -57,6 +57,7 @@ from spark_jobs.conversions import (
     event_breakdowns,
     event_prop_breakdowns,
     goal_breakdowns,
+    goal_source_breakdowns,
     with_engagement,
 )
 from spark_jobs.funnels import funnel_steps
@@ -170,7 +171,9 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
     ``bucket_start`` (of the start), ``pageviews`` (INT), ``duration_s`` (DOUBLE),
     ``is_bounce`` (one page view), and of the first page view: ``entry_page`` (path),
     ``entry_ref_domain`` (the referrer label: ``(direct)``, ``(unknown)`` or the domain),
-    ``entry_ref_type``, ``entry_utm_source``, ``entry_utm_medium``, ``entry_utm_campaign``.
+    ``entry_ref_type``, ``entry_utm_source``, ``entry_utm_medium``, ``entry_utm_campaign``,
+    ``entry_country``, ``entry_browser``, ``entry_os``, ``entry_device`` (a goal's converting
+    visitors are attributed to these: :func:`spark_jobs.conversions.goal_source_breakdowns`).
     """
     # Null visitor ids would otherwise share one partition; their own event_id splits them.
     alone = F.when(F.col("visitor_id").isNull(), F.col("event_id"))
@@ -182,7 +185,7 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
     # min over a struct led by (ts, event_id) picks the first page view's fields deterministically
     # (min_by would pick arbitrarily between equal ts).
     first_fields = ["ts", "event_id", "day", "bucket_start", "path", "ref_domain", "referrer", "ref_type"]
-    first_fields += ["utm_source", "utm_medium", "utm_campaign"]
+    first_fields += ["utm_source", "utm_medium", "utm_campaign", "country", "ua_browser", "ua_os", "ua_device"]
     sessions = (
         pageviews.withColumn("_alone", alone)
         .withColumn("_start", starts)
@@ -211,6 +214,10 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
         F.col("first.utm_source").alias("entry_utm_source"),
         F.col("first.utm_medium").alias("entry_utm_medium"),
         F.col("first.utm_campaign").alias("entry_utm_campaign"),
+        F.col("first.country").alias("entry_country"),
+        F.col("first.ua_browser").alias("entry_browser"),
+        F.col("first.ua_os").alias("entry_os"),
+        F.col("first.ua_device").alias("entry_device"),
     )
 
 
@@ -366,12 +373,12 @@ def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
 
 # The columns of rollup()'s breakdowns: those of breakdowns(), then those only some dimensions
 # have (null elsewhere; the load step leaves null ones out of the documents): engaged time
-# (page, ref), scroll depth (page), events (event, event_prop, goal), an event property's
-# parts (event_prop) and a goal's name (goal).
+# (page, ref), scroll depth (page), events (event, event_prop, goal, goal_src:*), an event
+# property's parts (event_prop), a goal's name (goal) and the goal of goal_src:* rows.
 BREAKDOWN_COLUMNS = ("site_id", "day", "dimension", "value", "pageviews", "visitors", "sessions", "bounces",
                      "visit_duration_s", "ref", "page")  # fmt: skip
 BREAKDOWN_EXTRAS = ("engaged_ms", "engagements", "scroll_views", "scroll_sum", "events", "event", "prop",
-                    "prop_value", "name")  # fmt: skip
+                    "prop_value", "name", "goal_id")  # fmt: skip
 
 
 def rollup(
@@ -397,7 +404,8 @@ def rollup(
     :func:`spark_jobs.funnels.funnel_steps` of ``funnels`` (per site; none when None), whose
     attempts, like sessions, are seen whole and kept by the day they start; the breakdowns
     with engaged time joined on (:func:`spark_jobs.conversions.with_engagement`) and the
-    ``event``, ``event_prop`` and ``goal`` rows of :mod:`spark_jobs.conversions` added:
+    ``event``, ``event_prop``, ``goal``, ``goal_src:*`` and ``goal_base:*`` rows of
+    :mod:`spark_jobs.conversions` added:
     columns :data:`BREAKDOWN_COLUMNS`, :data:`BREAKDOWN_EXTRAS` null where a dimension does
     not have them. Each output re-derives the deduplicated events: a caller running them all
     persists :func:`localized` and calls :func:`rollup_localized`.
@@ -428,7 +436,13 @@ def rollup_localized(
         breakdowns(human_pageviews.where(F.col("day").isin(wanted)), sessions), engagement_breakdowns(humans)
     )
     all_rows = pageview_rows
-    for rows in (event_breakdowns(humans), event_prop_breakdowns(humans), goal_breakdowns(humans, goals or {}, wanted)):
+    conversions = (
+        event_breakdowns(humans),
+        event_prop_breakdowns(humans),
+        goal_breakdowns(humans, goals or {}, wanted),
+        goal_source_breakdowns(humans, sessions, goals or {}),
+    )
+    for rows in conversions:
         all_rows = all_rows.unionByName(rows, allowMissingColumns=True)
     return {
         "daily": daily_totals(in_days, sessions),

@@ -26,7 +26,7 @@ SESSION_DDL = (
     "site_id STRING, visitor_id STRING, session_id STRING, start_ts BIGINT, end_ts BIGINT, day STRING, "
     "bucket_start BIGINT, pageviews INT, duration_s DOUBLE, is_bounce BOOLEAN, entry_page STRING, "
     "entry_ref_domain STRING, entry_ref_type STRING, entry_utm_source STRING, entry_utm_medium STRING, "
-    "entry_utm_campaign STRING"
+    "entry_utm_campaign STRING, entry_country STRING, entry_browser STRING, entry_os STRING, entry_device STRING"
 )
 DAILY_DDL = (
     "site_id STRING, day STRING, pageviews BIGINT, visitors BIGINT, sessions BIGINT, bounces BIGINT, "
@@ -44,9 +44,9 @@ BREAKDOWN_DDL = (
 # rollup()'s breakdowns: those of breakdowns() and the columns only some dimensions have.
 ROLLUP_BREAKDOWN_DDL = (
     f"{BREAKDOWN_DDL}, engaged_ms BIGINT, engagements BIGINT, scroll_views BIGINT, scroll_sum BIGINT, "
-    "events BIGINT, event STRING, prop STRING, prop_value STRING, name STRING"
+    "events BIGINT, event STRING, prop STRING, prop_value STRING, name STRING, goal_id STRING"
 )
-NO_ENGAGEMENT, NO_EVENTS = (None,) * 4, (None,) * 5
+NO_ENGAGEMENT, NO_EVENTS = (None,) * 4, (None,) * 6
 
 
 def at(hours: float = 0, minutes: float = 0) -> int:
@@ -70,11 +70,12 @@ def session(
     ref_type: str | None = None,
     source: str | None = None,
 ) -> tuple:
-    """An expected session row of site "s" in UTC on DAY (no utm_medium or utm_campaign)."""
+    """An expected session row of site "s" in UTC on DAY (no utm_medium, utm_campaign, country or
+    user agent)."""
     hour = start - start % HOUR  # the UTC hour's start: in UTC every bucket is one
     duration = (end - start) / 1000
     sid = f"s|{visitor or ''}|{first}"
-    entry = (page, ref_domain, ref_type, source, None, None)
+    entry = (page, ref_domain, ref_type, source, None, None, None, None, None, None)
     return ("s", visitor, sid, start, end, DAY, hour, pageviews, duration, pageviews == 1, *entry)
 
 
@@ -402,9 +403,12 @@ def test_rollup_hourly(spark: SparkSession, rolled):
 def test_rollup_sessions(spark: SparkSession, rolled):
     """Only sessions starting on the day, with Berlin start hours and their entry referrers."""
     no_utm = (None, None, None)
+    firefox, no_browser = (None, "Firefox", None, None), (None,) * 4  # country, browser, os, device
+    entry_a = ("/", "google.com", "search", *no_utm, *firefox)
+    entry_b = ("/", "news.ycombinator.com", "other", *no_utm, *no_browser)
     berlin = [
-        ("s", "a", "s|a|e1", at(9), at(9, 10), DAY, at(9), 2, 600.0, False, "/", "google.com", "search", *no_utm),
-        ("s", "b", "s|b|e4", at(13), at(13), DAY, at(13), 1, 0.0, True, "/", "news.ycombinator.com", "other", *no_utm),
+        ("s", "a", "s|a|e1", at(9), at(9, 10), DAY, at(9), 2, 600.0, False, *entry_a),
+        ("s", "b", "s|b|e4", at(13), at(13), DAY, at(13), 1, 0.0, True, *entry_b),
     ]
     assertDataFrameEqual(rolled["sessions"], spark.createDataFrame(berlin, SESSION_DDL))
 
@@ -433,7 +437,7 @@ def test_rollup_breakdowns(spark: SparkSession, rolled):
         row("ref_type", "other", 1, 1),
         row("browser", "Firefox", 2, 1),
         ("s", DAY, "entry_page", "/", 3, 2, 2, 1, 300.0, None, None, *NO_ENGAGEMENT, *NO_EVENTS),
-        ("s", DAY, "event", "signup", 0, 1, None, None, None, None, None, *NO_ENGAGEMENT, 1, None, None, None, None),
+        ("s", DAY, "event", "signup", 0, 1, None, None, None, None, None, *NO_ENGAGEMENT, 1, *(None,) * 5),
     ]
     assertDataFrameEqual(rolled["breakdowns"], spark.createDataFrame(expected, ROLLUP_BREAKDOWN_DDL))
 

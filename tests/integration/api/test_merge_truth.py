@@ -30,7 +30,8 @@ from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from tests.integration.api.conftest import SiteKey
-from tests.integration.api.report_truth import FUNNELS, GOALS, check_reports, with_reports
+from tests.integration.api.goal_source_truth import check_goal_sources
+from tests.integration.api.report_truth import FUNNELS, GOALS, check_reports, distinct_humans, with_reports
 from tests.integration.batch.test_rollup_e2e import archive_topic
 from tests.integration.batch.truth import exact, local_day
 from tests.integration.kafka_tail import produce
@@ -200,6 +201,8 @@ def test_range_spanning_settled_days_and_today_equals_truth(cfg: Config, rt_topi
 
     visitors = {d: stats["visitors"] for d, stats in exact(events, TZ, set(days)).items()}
     check_reports(get, events, TZ, days[:2], days[2], goal_ids, funnel_ids, visitors)
+    # Where each goal's converting visitors came from, by first session of the day.
+    assert check_goal_sources(get, distinct_humans(events), TZ, days[:2], days[2], goal_ids) > 0
 
     # Asked again, the settled parts come from the query layer's cache (keyed on the days'
     # load generations) and the realtime parts are added to copies: still exactly the truth.

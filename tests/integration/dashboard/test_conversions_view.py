@@ -50,6 +50,11 @@ def prop_doc(event: str, prop: str, value: str, events: int, visitors: int) -> d
             "prop": prop, "prop_value": value, "pageviews": 0, "events": events, "visitors": visitors}  # fmt: skip
 
 
+def source_doc(goal: Goal, dim: str, value: str, visitors: int, conversions: int) -> dict:
+    return {"dimension": f"goal_src:{dim}", "value": f"{goal.pk}{PROP_SEPARATOR}{value}", "goal_id": str(goal.pk),
+            "pageviews": 0, "visitors": visitors, "events": conversions}  # fmt: skip
+
+
 @dataclass
 class Api:
     """The REST API of the test's site, read with its read key (the numbers the panels must show)."""
@@ -93,8 +98,14 @@ def settled(transactional_db: None, live_server: LiveServer, cfg: Config) -> Ite
             {"dimension": "page", "value": "/pricing", "pageviews": 40, "visitors": 20, "engaged_ms": 120_000,
              "engagements": 30, "scroll_views": 20, "scroll_sum": 1100},
             {"dimension": "ref", "value": "news.example", "pageviews": 10, "visitors": 9, "engaged_ms": 61_500},
+            # Where the Pricing goal's converting visitors came from (first session of the day).
+            source_doc(pricing, "ref", "news.example", 3 - n, 4 - 2 * n),
+            {"dimension": "goal_base:ref", "value": "news.example", "pageviews": 0, "visitors": 9},
+            {"dimension": "goal_base:ref", "value": XSS, "pageviews": 0, "visitors": 2},
         ]  # fmt: skip
-        run = {"status": "complete", "tz": "UTC", "goal_ids": [str(pricing.pk), str(signup.pk)]}
+        if n == 0:
+            docs.append(source_doc(pricing, "ref", XSS, 1, 1))
+        run = {"status": "complete", "tz": "UTC", "goal_ids": [str(pricing.pk), str(signup.pk)], "goal_sources": True}
         load_day(db, DayDocuments(site.site_id, day, {"pageviews": 40, "visitors": 20}, [], docs, run))
     try:
         yield api
@@ -145,6 +156,37 @@ def test_goals_panel_equals_the_api_and_a_click_shows_a_goal_per_day(chrome: Bro
     assert traces[0]["y"] == [7, 6]
     assert traces[1]["y"] == [5, 4]
     tab.screenshot("goals")
+    assert tab.errors == []
+
+
+def test_a_clicked_goal_filters_the_sources_table_by_it(chrome: Browser, settled: Api) -> None:
+    """Clicking a goal shows where its converting visitors came from in the referrers table, as the
+    API's goal-filtered breakdown gives it (a hostile referrer as text); the pages table says it is
+    not filtered so; "Show all visitors" ends it."""
+    api, site = settled, settled.site
+    tab = open_history(chrome, api.base_url, site)
+    page = tab.page
+    choose_dimension(page, "referrers")
+    pricing = next(g for g in api.get("goals", **RANGE.api_params())["results"] if g["name"] == "Pricing")
+    body = api.get("breakdown/referrers", goal=pricing["goal_id"], **RANGE.api_params())
+    want = [[r["value"], f"{r['visitors']:,}", f"{r['conversions']:,}", f"{r['conversion_rate'] * 100:.1f}%"]
+            for r in body["results"]]  # fmt: skip
+    assert want == [["news.example", "5", "6", "27.8%"], [XSS, "1", "1", "25.0%"]]
+    click_row(page, page.locator("#hist-goals td").filter(has_text="Pricing"), "#hist-goal-label:has-text('Pricing')")
+    eventually(lambda: _assert_equal(table(page, "#hist-table"), want))
+    headers = " ".join(page.locator("#hist-table th").all_inner_texts())
+    assert "Converting visitors" in headers
+    assert "Conversion rate" in headers
+
+    choose_dimension(page, "pages")
+    eventually(lambda: _assert_equal("not filtered by the goal" in text(page, "#hist-table-note"), True))
+    idle(page)  # a click while callbacks are in flight can be lost (see conftest.click_row)
+    page.click("#hist-goal-clear")
+    page.wait_for_selector("#hist-goal-bar", state="hidden")
+    idle(page)
+    choose_dimension(page, "referrers")
+    eventually(lambda: _assert_equal(table(page, "#hist-table")[0][:3], ["news.example", "20", "18"]))
+    tab.screenshot("goal-sources")
     assert tab.errors == []
 
 
@@ -240,6 +282,11 @@ def _orm_site(name: str) -> str:
     site_id = f"empty-{uuid.uuid4().hex[:8]}"
     orm(lambda: Site.objects.create(site_id=site_id, name=name, domains=["e.example"]))
     return site_id
+
+
+def idle(page: Page) -> None:
+    """Wait until Dash has no callback in flight."""
+    page.wait_for_function("() => !document.querySelector('[data-dash-is-loading]')", timeout=20_000)
 
 
 def _drawn(page: Page, selector: str, traces: int) -> list[dict]:
