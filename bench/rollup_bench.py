@@ -32,11 +32,15 @@ from bench.harness import OUT, columns, cpu_seconds, machine, run_main
 from footfall.goals import GoalSpec
 from footfall.vocabulary import (
     EVENT_PROP_VALUES,
+    GOAL_BASE_PREFIX,
+    GOAL_SOURCE_DIMENSIONS,
+    GOAL_SOURCE_PREFIX,
     MAX_ENGAGED_MS,
     PROP_SEPARATOR,
     REF_DIRECT,
     REF_UNKNOWN,
     REFPAGE_SEPARATOR,
+    SESSION_GAP_MINUTES,
     VALUE_OTHER,
 )
 from spark_jobs.transforms import DEFAULT_TZ
@@ -44,7 +48,14 @@ from spark_jobs.transforms import DEFAULT_TZ
 CACHE = Path.home() / ".cache" / "footfall" / "bench"
 GEN_VERSION = 2  # bump when the generator changes: the cache key includes it
 GOAL_RATIO = 5.0
-DIMENSIONS = ("page", "ref", "refpage", "event", "event_prop", "goal")
+# The goal filter's rows: converting visitors per goal and value, every visitor per value (first session of the day).
+GOAL_SOURCE_ROWS = tuple(p + dim for p in (GOAL_SOURCE_PREFIX, GOAL_BASE_PREFIX) for dim in GOAL_SOURCE_DIMENSIONS)
+DIMENSIONS = ("page", "ref", "refpage", "event", "event_prop", "goal", *GOAL_SOURCE_ROWS)
+# The archive column of each goal source dimension's value in a session's first page view (ref: the label, computed).
+SOURCE_COLUMNS = {"ref": "ref", "ref_type": "ref_type", "utm_source": "utm_source", "utm_medium": "utm_medium",
+                  "utm_campaign": "utm_campaign", "entry_page": "path", "country": "country", "browser": "ua_browser",
+                  "os": "ua_os", "device": "ua_device"}  # fmt: skip
+assert tuple(SOURCE_COLUMNS) == GOAL_SOURCE_DIMENSIONS
 KEYS = ("site_id", "day", "dimension", "value")
 # Compared besides the keys; null where a dimension does not have the figure.
 FIGURES = ("pageviews", "visitors", "events", "engaged_ms", "engagements", "scroll_views", "scroll_sum")
@@ -325,6 +336,36 @@ goal_rows AS (
     FROM goals g CROSS JOIN (SELECT unnest($days) AS day) d
     LEFT JOIN reached r ON r.site_id = g.site_id AND r.day = d.day AND r.goal_id = g.goal_id
     GROUP BY ALL
+),
+views AS (  -- human page views of every date read, with a visitor: sessions may begin the evening before
+    SELECT d.*, CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain
+                     WHEN length(trim(d.referrer)) > 0 THEN $unknown ELSE $direct END AS ref,
+           CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz(d.ts * 1000)) AS DATE) AS VARCHAR) AS day
+    FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id
+    WHERE NOT coalesce(d.is_bot, FALSE) AND d.type = 'pageview' AND d.visitor_id IS NOT NULL
+),
+starts AS (  -- a session starts with a visitor's page view more than $gap_ms after their previous one
+    SELECT * FROM views
+    QUALIFY coalesce(ts - lag(ts) OVER (PARTITION BY site_id, visitor_id ORDER BY ts, event_id) > $gap_ms, TRUE)
+),
+firsts AS (  -- each visitor-day's first session starting that day, by its first page view
+    SELECT * FROM starts WHERE day IN (SELECT unnest($days))
+    QUALIFY row_number() OVER (PARTITION BY site_id, day, visitor_id ORDER BY ts, event_id) = 1
+),
+attributed AS (
+    SELECT site_id, day, visitor_id, a.dim, a.v AS value
+    FROM (SELECT site_id, day, visitor_id, unnest([{SOURCE_STRUCTS}]) AS a FROM firsts)
+    WHERE a.v IS NOT NULL
+),
+converting AS (
+    SELECT site_id, day, visitor_id, goal_id, count(*) AS n FROM reached WHERE visitor_id IS NOT NULL GROUP BY ALL
+),
+sources AS (
+    SELECT a.site_id, a.day, $src_prefix || a.dim AS dimension, c.goal_id || $psep || a.value AS value,
+           count(*) AS visitors, sum(c.n)::BIGINT AS events
+    FROM attributed a JOIN converting c USING (site_id, day, visitor_id) GROUP BY ALL
+    UNION ALL
+    SELECT site_id, day, $base_prefix || dim, value, count(*), NULL FROM attributed GROUP BY ALL
 )
 SELECT site_id, day, dimension, value, coalesce(v.pageviews, 0) AS pageviews, coalesce(v.visitors, 0) AS visitors,
        NULL::BIGINT AS events,
@@ -340,7 +381,9 @@ UNION ALL
 SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL FROM props
 UNION ALL
 SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL FROM goal_rows
-"""
+UNION ALL
+SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL FROM sources
+""".replace("{SOURCE_STRUCTS}", ", ".join(f"{{'dim': '{d}', 'v': {c}}}" for d, c in SOURCE_COLUMNS.items()))
 
 
 def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], dates: list[str], memory: str) -> Run:
@@ -359,7 +402,8 @@ def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], date
         params = {"files": f"{root / EVENTS_DIR}/*/*/*/*.parquet", "dates": dates, "sites": sorted(site_tz),
                   "days": days, "default_tz": DEFAULT_TZ, "direct": REF_DIRECT, "unknown": REF_UNKNOWN,
                   "sep": REFPAGE_SEPARATOR, "psep": PROP_SEPARATOR, "other": VALUE_OTHER, "top": EVENT_PROP_VALUES,
-                  "max_ms": MAX_ENGAGED_MS}  # fmt: skip
+                  "max_ms": MAX_ENGAGED_MS, "gap_ms": SESSION_GAP_MINUTES * 60_000, "src_prefix": GOAL_SOURCE_PREFIX,
+                  "base_prefix": GOAL_BASE_PREFIX}  # fmt: skip
         table = _arrow(con.execute(DUCKDB_SQL, params))
     finally:
         con.close()

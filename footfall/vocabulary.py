@@ -28,6 +28,8 @@ EVENT_DIMENSIONS: Final = (
     "device",
     "country",
 )
+# A visitor's page views further apart than this are two sessions (the batch layer builds sessions).
+SESSION_GAP_MINUTES: Final = 30
 # Dimensions of sessions, which only the batch layer builds.
 SESSION_DIMENSIONS: Final = ("entry_page",)
 # Dimensions counted per custom event (not per page view), ranked by events: the event's name.

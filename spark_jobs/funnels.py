@@ -54,7 +54,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS, MAX_FUNNEL_STEPS, PAGE, FunnelSpec, GoalSpec
-from footfall.vocabulary import ENGAGEMENT
+from footfall.vocabulary import ENGAGEMENT, SESSION_GAP_MINUTES
 
 # Output per (site_id, day, funnel_id, step): step is 1-based; median_ms is null for step 1
 # and for steps nobody reached; times_ms has len(FUNNEL_TIME_BOUNDS_MS) + 1 counts (all 0
@@ -169,7 +169,9 @@ def _attempt(events: Column, start: Column) -> Column:
     return F.aggregate(F.sequence(F.lit(2), F.col("steps")), first, advance)["times"]
 
 
-def funnel_steps(events: DataFrame, funnels: Mapping[str, Sequence[FunnelSpec]], gap_minutes: int = 30) -> DataFrame:
+def funnel_steps(
+    events: DataFrame, funnels: Mapping[str, Sequence[FunnelSpec]], gap_minutes: int = SESSION_GAP_MINUTES
+) -> DataFrame:
     """Per (site, local day of the attempts' first step, funnel, step): visitors, median time
     from the step before, and its histogram (:data:`FUNNEL_DDL`); see the module docstring.
 

@@ -50,7 +50,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from footfall.goals import FunnelSpec, GoalSpec
-from footfall.vocabulary import ENGAGEMENT, NON_CUSTOM_TYPES, REFPAGE_SEPARATOR
+from footfall.vocabulary import ENGAGEMENT, NON_CUSTOM_TYPES, REFPAGE_SEPARATOR, SESSION_GAP_MINUTES
 from spark_jobs.columns import engaged_ms, human, is_bot, props_map, ref_label
 from spark_jobs.conversions import (
     engagement_breakdowns,
@@ -159,7 +159,7 @@ def only_bots(events: DataFrame) -> DataFrame:
     return events.where(_is_bot())
 
 
-def sessionize(pageviews: DataFrame, gap_minutes: int = 30) -> DataFrame:
+def sessionize(pageviews: DataFrame, gap_minutes: int = SESSION_GAP_MINUTES) -> DataFrame:
     """One row per session of localized, deduplicated human page views.
 
     Per ``(site_id, visitor_id)``, ordered by ``ts`` then ``event_id``, a page view more
@@ -386,7 +386,7 @@ def rollup(
     site_tz: DataFrame,
     days: Iterable[str | dt.date],
     transitions: Sequence[tuple[str, int]],
-    gap_minutes: int = 30,
+    gap_minutes: int = SESSION_GAP_MINUTES,
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
     goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> dict[str, DataFrame]:
@@ -422,7 +422,7 @@ def localized(events: DataFrame, site_tz: DataFrame, transitions: Sequence[tuple
 def rollup_localized(
     local: DataFrame,
     days: Iterable[str | dt.date],
-    gap_minutes: int = 30,
+    gap_minutes: int = SESSION_GAP_MINUTES,
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
     goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> dict[str, DataFrame]:
