@@ -98,6 +98,17 @@ def _funnel(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definiti
     return Conversions(svc).funnel(site, defs.funnel, _range(svc, site, q))
 
 
+def _goal_breakdown(dimension: str) -> Call:
+    """The breakdown of ``dimension`` filtered by the site's first goal, as ``BreakdownView`` answers ``goal``."""
+
+    def call(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definitions) -> object:
+        limit, page = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT), p.bounded_int(q, "page", 1, 1, 100_000)
+        dim = p.dimension(dimension)
+        return Conversions(svc).goal_breakdown(site, dim, defs.goals[0], _range(svc, site, q), limit, page)
+
+    return call
+
+
 @dataclass(frozen=True)
 class Endpoint:
     name: str
@@ -106,6 +117,7 @@ class Endpoint:
     path: str  # under /api/v1/sites/<site>/; {ref}: each top referrer, {funnel}: the funnel's id
     query: Callable[[dt.date], dict[str, str]]  # today (site-local) -> query parameters
     call: Call
+    by_goal: bool = False  # filtered by the first goal: the query's goal is its id
 
 
 def _since(days: int, **extra: str) -> Callable[[dt.date], dict[str, str]]:
@@ -123,6 +135,7 @@ def _settled(days: int) -> Callable[[dt.date], dict[str, str]]:
 _DAYS = {"interval": "day", "metric": "visitors"}
 _ENGAGEMENT = {"metrics": "pageviews,time_on_page,scroll_depth,engaged_time"}
 _SIGNUP_PLANS = _event_properties("signup", "plan")
+_REFS_BY_GOAL = _goal_breakdown("referrers")
 MIX = [
     Endpoint("realtime 30m", "realtime", 40, "realtime", lambda _: {"minutes": "30"}, _realtime),
     Endpoint("timeseries day 7d", "history", 8, "timeseries", _since(7, **_DAYS), _timeseries),
@@ -144,6 +157,7 @@ MIX = [
     Endpoint("signup plans 30d", "history", 3, "events/signup/properties/plan", _since(30), _SIGNUP_PLANS),
     Endpoint("pages engagement 30d", "history", 3, "breakdown/pages", _since(30, **_ENGAGEMENT), _breakdown("pages")),
     Endpoint("funnel 30d settled", "history", 3, "funnels/{funnel}", _settled(30), _funnel),
+    Endpoint("referrers by goal 30d", "history", 3, "breakdown/referrers", _since(30), _REFS_BY_GOAL, by_goal=True),
 ]
 
 
@@ -258,6 +272,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     urls, plans = {}, []
     for endpoint in MIX:
         base, refs = endpoint.query(today), top_refs if "{ref}" in endpoint.path else [None]
+        base |= {"goal": defs.goals[0].goal_id} if endpoint.by_goal else {}
         path = endpoint.path.replace("{funnel}", defs.funnel.funnel_id)
         paths = [path.replace("{ref}", urllib.parse.quote(ref or "", safe="")) for ref in refs]
         urls[endpoint.name] = [f"/api/v1/sites/{site}/{path}?{urllib.parse.urlencode(base)}" for path in paths]

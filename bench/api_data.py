@@ -24,6 +24,9 @@ from footfall.goals import EVENT, FUNNEL_TIME_BOUNDS_MS, PAGE, FunnelSpec, GoalS
 from footfall.vocabulary import (
     ENGAGED_MS_PROP,
     ENGAGEMENT,
+    GOAL_BASE_PREFIX,
+    GOAL_SOURCE_DIMENSIONS,
+    GOAL_SOURCE_PREFIX,
     MAX_ENGAGED_MS,
     PAGEVIEW_ID_PROP,
     PROP_SEPARATOR,
@@ -187,6 +190,21 @@ def day_documents(site: str, day: dt.date, defs: Definitions) -> DayDocuments:
         events, visitors = goals[g.goal_id]
         rows.append({"dimension": "goal", "value": g.goal_id, "pageviews": 0, "visitors": int(visitors * 0.9),
                      "events": events, "name": g.name})  # fmt: skip
+    # Where goals' converting visitors came from (spark_jobs.conversions.goal_source_breakdowns): every visitor
+    # attributed to one value per dimension, each goal's converters spread over the values alike.
+    for dim in GOAL_SOURCE_DIMENSIONS:
+        values = [ref for ref, _ in REFS] if dim == "ref" else PAGES if dim == "entry_page" else [
+            f"{dim}-{i}" for i in range(OTHER_DIMENSIONS[dim])]  # fmt: skip
+        shares = REF_SHARE if dim == "ref" else PAGE_SHARE if dim == "entry_page" else zipf(len(values), 1.0)
+        for value, share in zip(values, shares, strict=True):
+            if (base := part(visitors, share)) > 0:
+                rows.append({"dimension": GOAL_BASE_PREFIX + dim, "value": value, "pageviews": 0, "visitors": base})
+            for g in defs.goals:
+                converting = min(base, part(goals[g.goal_id][1], share))
+                if converting > 0:
+                    rows.append({"dimension": GOAL_SOURCE_PREFIX + dim, "value": g.goal_id + PROP_SEPARATOR + value,
+                                 "pageviews": 0, "visitors": converting, "goal_id": g.goal_id,
+                                 "events": int(converting * rng.uniform(1.0, 1.4))})  # fmt: skip
     # The funnel's attempts started this day: each step a share of the one before.
     reached, steps = goals[defs.funnel.steps[0].goal_id][1] // 3, []
     for index in range(len(defs.funnel.steps)):
@@ -199,7 +217,7 @@ def day_documents(site: str, day: dt.date, defs: Definitions) -> DayDocuments:
     funnels = [{"funnel_id": defs.funnel.funnel_id, "name": defs.funnel.name, "steps": steps}]
     run = {"status": "complete", "events_read": pv_total + custom_total + bots, "pageviews": pv_total, "tz": TZ,
            "computed_at": dt.datetime.now(dt.UTC), "spark_master": "api_bench (synthetic)",
-           "goal_ids": [g.goal_id for g in defs.goals]}  # fmt: skip
+           "goal_ids": [g.goal_id for g in defs.goals], "goal_sources": True}  # fmt: skip
     return DayDocuments(site, day.isoformat(), daily, hourly, rows, run, funnels)
 
 
