@@ -1,0 +1,169 @@
+"""Merge each value's minute sketches into its hour sketch once an hour has closed.
+
+See :mod:`realtime.keys`, Value hours, for the keys and the protocol. Per shard and hour of a
+site, in small atomic steps (scripts), so that Redis is never held for long however many
+values an hour holds:
+
+1. ``begin``: nothing to do when the hour's marker says merged; else set it to merging. From
+   here on every batch that counts a visitor of the hour under a value also adds it to the
+   value's hour sketch (:mod:`realtime.store`), so values that arrive later are covered.
+2. Read the values of the hour's minute sorted sets (one ZUNION per dimension).
+3. ``merge``: per value, replace its hour sketch by the PFMERGE of its 60 minute sketches (the
+   minute sketches hold every visitor the hour sketch may have been sent: replacing is exact).
+   A step does nothing once the marker is gone (a rebuild deleted the hour meanwhile).
+4. ``finish``: the marker becomes merged, if it still says merging.
+
+Every step may run again: a merge interrupted anywhere leaves the marker at merging (readers
+keep using the minute sketches) and the next run redoes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from footfall.vocabulary import EVENT_COUNT_DIMENSIONS, EVENT_DIMENSIONS
+from realtime.keys import HOUR_MS, MERGE_DELAY_MS, MERGED
+from realtime.store import CounterStore
+
+log = logging.getLogger(__name__)
+
+# The dimensions whose values have visitor sketches (realtime.keys).
+VALUE_DIMENSIONS = (*EVENT_DIMENSIONS, *EVENT_COUNT_DIMENSIONS)
+# Values per merge step: 60 key lookups and one PFMERGE each, a few milliseconds of Redis a step.
+MERGE_CHUNK = 200
+STEPS_PER_TRIP = 50  # merge steps pipelined per round trip
+
+# ARGV: marker, expire-at. Returns 1 when the hour is merged already, else 0 (now merging).
+_BEGIN = """
+local state = redis.call('GET', ARGV[1])
+if state == '$MERGED' then return 1 end
+if not state then
+  redis.call('SET', ARGV[1], '$MERGING')
+  redis.call('EXPIREAT', ARGV[1], ARGV[2])
+end
+return 0
+"""
+# ARGV: marker, minute-key head, minute-key tail, hour-key prefix, first minute, expire-at,
+# values... Returns 0 (nothing done) once the marker no longer says merging.
+_MERGE = """
+if redis.call('GET', ARGV[1]) ~= '$MERGING' then return 0 end
+local head, tail, hprefix, first, when = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local keys = {}
+for v = 7, #ARGV do
+  local value = ARGV[v]
+  for k = 0, 59 do keys[k + 1] = head .. string.format('%d', first + k) .. tail .. value end
+  local dest = hprefix .. value
+  redis.call('DEL', dest)
+  redis.call('PFMERGE', dest, unpack(keys))
+  redis.call('EXPIREAT', dest, when)
+end
+return 1
+"""
+# ARGV: marker. Returns 1 when the hour is now merged.
+_FINISH = """
+if redis.call('GET', ARGV[1]) == '$MERGING' then
+  redis.call('SET', ARGV[1], '$MERGED', 'KEEPTTL')
+  return 1
+end
+return 0
+"""
+
+
+def _script(text: str) -> str:
+    return text.replace("$MERGED", "1").replace("$MERGING", "0")
+
+
+def closed_hours(first_ms: int, now_ms: int, delay_ms: int = MERGE_DELAY_MS) -> range:
+    """The UTC hours from the one holding ``first_ms`` whose end is at least ``delay_ms`` before ``now_ms``."""
+    return range(first_ms // HOUR_MS, max((now_ms - delay_ms) // HOUR_MS, first_ms // HOUR_MS))
+
+
+class HourMerger:
+    """Merges the value sketches of closed hours (module docstring) in every shard of a store."""
+
+    def __init__(self, store: CounterStore, dims: Sequence[str] = VALUE_DIMENSIONS) -> None:
+        self.store, self.layout, self.dims = store, store.layout, tuple(dims)
+        self._scripts = [
+            tuple(client.register_script(_script(text)) for text in (_BEGIN, _MERGE, _FINISH))
+            for client in store.shards
+        ]
+
+    def merge(self, site: str, hours: Iterable[int]) -> int:
+        """Merge ``site``'s ``hours`` in every shard (callers pass closed hours only); return
+        how many hour-shards this call completed (those merged already are skipped)."""
+        done = 0
+        for hour in hours:
+            for shard in range(len(self.store.shards)):
+                done += self.merge_shard(shard, site, hour)
+        return done
+
+    def merge_shard(self, shard: int, site: str, hour: int) -> bool:
+        """Merge one hour of ``site`` in one shard; True when this call completed it."""
+        layout, client = self.layout, self.store.shards[shard]
+        begin, merge, finish = self._scripts[shard]
+        marker, expires = layout.hour_merged(site, hour), layout.hour_expires_at(hour)
+        if begin(args=[marker, expires]) == 1:
+            return False
+        minutes = range(hour * 60, hour * 60 + 60)
+        pipe = client.pipeline(transaction=False)
+        for dim in self.dims:
+            pipe.zunion([layout.top(site, m, dim) for m in minutes])
+        values = pipe.execute()
+        pipe = client.pipeline(transaction=False)
+        for dim, members in zip(self.dims, values, strict=True):
+            head, tail = layout.dim_visitors_parts(site, dim)
+            prefix = layout.hour_dim_visitors(site, hour, dim, "")
+            for start in range(0, len(members), MERGE_CHUNK):
+                chunk = members[start : start + MERGE_CHUNK]
+                merge(args=[marker, head, tail, prefix, minutes.start, expires, *chunk], client=pipe)
+                if len(pipe) >= STEPS_PER_TRIP:
+                    pipe.execute()
+        pipe.execute()
+        return finish(args=[marker]) == 1
+
+    def is_merged(self, site: str, hour: int) -> bool:
+        """Whether every shard has merged ``site``'s ``hour``."""
+        marker = self.layout.hour_merged(site, hour)
+        return all(client.get(marker) == MERGED for client in self.store.shards)
+
+
+class MergeSchedule:
+    """What a realtime worker merges: for each site it counts, every closed hour of the
+    retention window once (the first time it sees the site, the hours before it started
+    too: a merge already done costs one step), in one background thread so that a merge
+    never holds up the batches. A merge that fails is tried again with a later batch."""
+
+    def __init__(self, store: CounterStore, delay_ms: int = MERGE_DELAY_MS) -> None:
+        self.merger = HourMerger(store)
+        self.delay_ms = delay_ms
+        self.retention_ms = store.layout.retention_s * 1000
+        self._next: dict[str, int] = {}  # site -> the first hour not merged yet by this worker
+        self._running: Future[None] | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="realtime-merge")
+
+    def seen(self, sites: Iterable[str], now_ms: int) -> None:
+        """Note that batches counted events of ``sites``; start merging what is due, unless a
+        merge is still running (then the next call does)."""
+        if self._running is not None and not self._running.done():
+            return
+        due: list[tuple[str, range]] = []
+        for site in sites:
+            first = self._next.get(site, max(now_ms - self.retention_ms, 0))
+            if hours := closed_hours(first, now_ms, self.delay_ms):
+                due.append((site, hours))
+        if due:
+            self._running = self._thread.submit(self._merge, due)
+
+    def _merge(self, due: list[tuple[str, range]]) -> None:
+        for site, hours in due:
+            try:
+                self.merger.merge(site, hours)
+            except Exception:  # Redis down or busy: the minute sketches still answer; try later
+                log.exception("merging the value sketches of %s, hours %s-%s", site, hours.start, hours.stop - 1)
+                continue
+            self._next[site] = hours.stop * HOUR_MS
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True, cancel_futures=True)
