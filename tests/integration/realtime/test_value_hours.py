@@ -19,7 +19,8 @@ from realtime.merge import HourMerger, closed_hours
 from realtime.rebuild import rebuild
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
-from tests.integration.realtime.conftest import sharded_store
+from tests.integration.realtime.conftest import Workers, shard_urls, sharded_store, wait_consumed
+from tests.integration.realtime.test_exactly_once import end_offsets
 
 GOALS = [
     GoalSpec("docs", PAGE, path="/docs*"),
@@ -163,3 +164,24 @@ def test_a_rebuild_leaves_the_value_hours_consistent(cfg: Config, rt_topic: str,
     queries = RealtimeQueries(store)
     assert queries.merged_hours(site, range(start // 60_000, end // 60_000))
     assert answers(queries, site, start, end) == answers(MinutesOnly(store), site, start, end) == truth
+
+
+def test_a_worker_merges_the_closed_hours_of_the_sites_it_counts(cfg: Config, rt_topic: str) -> None:
+    """A sharded ``run_realtime`` worker merges every closed hour of a site it counted, in each
+    shard, and the merged answers equal the minutes'."""
+    store, site, now = sharded_store(cfg), f"vh-{uuid.uuid4().hex[:8]}", int(time.time() * 1000)
+    produce(cfg, rt_topic, traffic(site, now))
+    pool = Workers(rt_topic, f"g-{rt_topic}", env={"FOOTFALL_REALTIME_REDIS_URLS": shard_urls()})
+    pool.start()
+    try:
+        wait_consumed(store, pool.group, rt_topic, end_offsets(cfg, rt_topic))
+        start, end = now - 235 * 60_000, now + 60_000
+        hours, merger = closed_hours(start, int(time.time() * 1000)), HourMerger(store)
+        deadline = time.monotonic() + 60
+        while not all(merger.is_merged(site, h) for h in hours):
+            assert time.monotonic() < deadline, "the worker did not merge the closed hours within 60 s"
+            time.sleep(0.5)
+    finally:
+        pool.stop()
+    assert len(hours) >= 3
+    assert answers(RealtimeQueries(store), site, start, end) == answers(MinutesOnly(store), site, start, end)
