@@ -171,8 +171,11 @@ class RealtimeWorker:
                 cut = time.monotonic()
                 if messages:
                     self._process(messages)
-                elif self._pending is not None:  # nothing new: let the batch in flight finish
-                    self._finish_pending()
+                else:
+                    if self._pending is not None:  # nothing new: let the batch in flight finish
+                        self._finish_pending()
+                    if self.merges is not None:  # caught up: every hour that ended a while ago is closed
+                        self.merges.seen((), self.now_ms())
                 if time.monotonic() - self._last_commit >= COMMIT_EVERY_S:
                     self._commit(asynchronous=True)
             self._finish_pending()
@@ -304,7 +307,8 @@ class RealtimeWorker:
         futures = [self._writers.submit(store.send, step) for step in steps]
         self._pending = (futures, following, received)
         if self.merges is not None:
-            self.merges.seen({site for step in steps for site in step.batch.marks}, now)
+            oldest = min((e.ts for events in parts for e in events), default=now)
+            self.merges.seen({site for step in steps for site in step.batch.marks}, min(oldest, now))
 
     def _finish_pending(self, also: Iterable[int] = (), rewind: bool = True) -> bool:
         """Wait for the batch in flight; False if a shard's offsets had moved (the worker then

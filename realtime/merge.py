@@ -131,29 +131,38 @@ class HourMerger:
 
 
 class MergeSchedule:
-    """What a realtime worker merges: for each site it counts, every closed hour of the
-    retention window once (the first time it sees the site, the hours before it started
-    too: a merge already done costs one step), in one background thread so that a merge
-    never holds up the batches. A merge that fails is tried again with a later batch."""
+    """What a realtime worker merges: every closed hour of the retention window, once, of each
+    site it has counted (the first time it sees a site, the hours before it started too: a
+    merge done already costs one step), in a background thread so that a merge never holds
+    up the batches. An hour is closed once the worker's event-time watermark is
+    ``delay_ms`` past its end: a worker catching up on a backlog merges an hour when it has
+    read past it, not while its events still arrive (each would then be written twice). A
+    merge that fails is tried again later."""
 
     def __init__(self, store: CounterStore, delay_ms: int = MERGE_DELAY_MS) -> None:
         self.merger = HourMerger(store)
         self.delay_ms = delay_ms
         self.retention_ms = store.layout.retention_s * 1000
-        self._next: dict[str, int] = {}  # site -> the first hour not merged yet by this worker
+        self._next: dict[str, int] = {}  # site -> the start (ms) of its first hour not merged by this worker
+        self._watermark = 0
         self._running: Future[None] | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="realtime-merge")
 
-    def seen(self, sites: Iterable[str], now_ms: int) -> None:
-        """Note that batches counted events of ``sites``; start merging what is due, unless a
-        merge is still running (then the next call does)."""
+    def seen(self, sites: Iterable[str], watermark_ms: int) -> None:
+        """Note that ``sites`` were counted and that the worker has read its partitions up to
+        event time ``watermark_ms`` (the oldest event of its latest batch; now when it is idle);
+        start merging what is due, unless a merge is still running (then a later call does)."""
+        self._watermark = max(self._watermark, watermark_ms)
+        for site in sites:
+            if site not in self._next:
+                self._next[site] = max(self._watermark - self.retention_ms, 0)
         if self._running is not None and not self._running.done():
             return
-        due: list[tuple[str, range]] = []
-        for site in sites:
-            first = self._next.get(site, max(now_ms - self.retention_ms, 0))
-            if hours := closed_hours(first, now_ms, self.delay_ms):
-                due.append((site, hours))
+        due = [
+            (site, hours)
+            for site, first in self._next.items()
+            if (hours := closed_hours(first, self._watermark, self.delay_ms))
+        ]
         if due:
             self._running = self._thread.submit(self._merge, due)
 
@@ -165,6 +174,11 @@ class MergeSchedule:
                 log.exception("merging the value sketches of %s, hours %s-%s", site, hours.start, hours.stop - 1)
                 continue
             self._next[site] = hours.stop * HOUR_MS
+
+    def wait(self) -> None:
+        """Wait for the merge under way, if any."""
+        if self._running is not None:
+            self._running.result()
 
     def close(self) -> None:
         self._thread.shutdown(wait=True, cancel_futures=True)

@@ -14,8 +14,8 @@ from footfall.demo import DemoTraffic
 from footfall.goals import EVENT, PAGE, GoalSpec
 from footfall_capture.events import Event
 from query.realtime import RealtimeQueries
-from realtime.keys import HOUR_MS, MERGED, MERGING
-from realtime.merge import HourMerger, closed_hours
+from realtime.keys import HOUR_MS, MERGE_DELAY_MS, MERGED, MERGING
+from realtime.merge import HourMerger, MergeSchedule, closed_hours
 from realtime.rebuild import rebuild
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
@@ -185,3 +185,23 @@ def test_a_worker_merges_the_closed_hours_of_the_sites_it_counts(cfg: Config, rt
         pool.stop()
     assert len(hours) >= 3
     assert answers(RealtimeQueries(store), site, start, end) == answers(MinutesOnly(store), site, start, end)
+
+
+def test_a_worker_merges_an_hour_once_its_watermark_is_past_it(store: CounterStore) -> None:
+    """A worker catching up merges an hour only when it has read a while past the hour's end,
+    then every closed hour of every site it counted (one that stopped sending events too)."""
+    site, now = f"vh-{uuid.uuid4().hex[:8]}", int(time.time() * 1000)
+    store.apply(traffic(site, now), now)
+    hour = now // HOUR_MS - 2
+    schedule, merger = MergeSchedule(store), HourMerger(store)
+    try:
+        schedule.seen([site], (hour + 1) * HOUR_MS + MERGE_DELAY_MS - 1)  # still reading the hour's last minutes
+        schedule.wait()
+        assert merger.is_merged(site, hour - 1)
+        assert not merger.is_merged(site, hour)
+        schedule.seen(["another-site"], (hour + 1) * HOUR_MS + MERGE_DELAY_MS)
+        schedule.wait()
+    finally:
+        schedule.close()
+    assert merger.is_merged(site, hour)
+    assert not merger.is_merged(site, hour + 1)
