@@ -4,7 +4,8 @@ See :mod:`realtime.keys`, Value hours, for the keys and the protocol. Per shard 
 site, in small atomic steps (scripts), so that Redis is never held for long however many
 values an hour holds:
 
-1. ``begin``: nothing to do when the hour's marker says merged; else set it to merging. From
+1. ``begin``: nothing to do when the hour's marker says merged, nor (but set it to merged)
+   when the hour has no counters: no event of the site in it. Else set it to merging. From
    here on every batch that counts a visitor of the hour under a value also adds it to the
    value's hour sketch (:mod:`realtime.store`), so values that arrive later are covered.
 2. Read the values of the hour's minute sorted sets (one ZUNION per dimension).
@@ -36,13 +37,17 @@ VALUE_DIMENSIONS = (*EVENT_DIMENSIONS, *EVENT_COUNT_DIMENSIONS)
 MERGE_CHUNK = 16
 STEPS_PER_TRIP = 50  # merge steps pipelined per round trip
 
-# ARGV: marker, expire-at. Returns 1 when the hour is merged already, else 0 (now merging).
+# ARGV: marker, expire-at, the hour's counters. Returns 1 when the hour is merged already, 2
+# when it is now (without counters the site had no event in the hour, so it has no sketch to
+# merge; a later one goes to the hour sketches as well), else 0 (now merging).
 _BEGIN = """
 local state = redis.call('GET', ARGV[1])
 if state == '$MERGED' then return 1 end
 if not state then
-  redis.call('SET', ARGV[1], '$MERGING')
+  local empty = redis.call('EXISTS', ARGV[3]) == 0
+  redis.call('SET', ARGV[1], empty and '$MERGED' or '$MERGING')
   redis.call('EXPIREAT', ARGV[1], ARGV[2])
+  if empty then return 2 end
 end
 return 0
 """
@@ -105,8 +110,8 @@ class HourMerger:
         layout, client = self.layout, self.store.shards[shard]
         begin, merge, finish = self._scripts[shard]
         marker, expires = layout.hour_merged(site, hour), layout.hour_expires_at(hour)
-        if begin(args=[marker, expires]) == 1:
-            return False
+        if (state := begin(args=[marker, expires, layout.hour_counters(site, hour)])) != 0:
+            return state == 2
         minutes = range(hour * 60, hour * 60 + 60)
         pipe = client.pipeline(transaction=False)
         for dim in self.dims:

@@ -205,3 +205,19 @@ def test_a_worker_merges_an_hour_once_its_watermark_is_past_it(store: CounterSto
         schedule.close()
     assert merger.is_merged(site, hour)
     assert not merger.is_merged(site, hour + 1)
+
+
+def test_an_hour_without_events_is_merged_at_once_and_takes_late_ones(store: CounterStore) -> None:
+    """An hour the site had no event in is marked merged in one step; an event counted into it
+    later goes to its hour sketches, so the merged answer still equals the minutes'."""
+    site, now = f"vh-{uuid.uuid4().hex[:8]}", int(time.time() * 1000)
+    hour = now // HOUR_MS - 3
+    assert HourMerger(store).merge(site, [hour]) == 1
+    assert store.client.get(store.layout.hour_merged(site, hour)) == MERGED
+    gen = DemoTraffic(site_id=site, visitors=5, seed=79)
+    store.apply([msgspec.structs.replace(gen.event(hour * HOUR_MS + 60_000), path="/docs/late")], now)
+    start, end = hour * HOUR_MS, (hour + 2) * HOUR_MS  # the next hour has no marker: its minutes are read
+    queries = RealtimeQueries(store)
+    assert queries.merged_hours(site, range(start // 60_000, end // 60_000)) == [hour]
+    assert queries.visitors(site, "page", start, end, ["/docs/late"]) == [1]
+    assert answers(queries, site, start, end) == answers(MinutesOnly(store), site, start, end)
