@@ -163,7 +163,9 @@ def _num(raw: object) -> int:
 
 class RealtimeQueries:
     """Each public read is one round trip (``top`` two), built from ``_queue_*`` helpers that
-    queue commands on a pipeline and return a :data:`Parse` for their answers."""
+    queue commands on a pipeline and return a :data:`Parse` for their answers; a read of a
+    value's visitors takes one more when the range holds closed hours whose value sketches
+    this object does not know merged or not yet (:meth:`merged_hours`)."""
 
     def __init__(self, store: CounterStore, baseline_memory_items: int = BASELINE_MEMORY_ITEMS) -> None:
         """``baseline_memory_items``: how many summed values of trend-baseline blocks this
