@@ -36,6 +36,7 @@ from footfall.vocabulary import (
 from footfall_capture.events import Event, Utm, new_event_id
 from historical.buckets import day_buckets
 from historical.store import DayDocuments, hour_document, load_day
+from realtime.merge import HourMerger, closed_hours
 from realtime.store import CounterStore
 
 TZ, SEED, DAILY_PAGEVIEWS = "Europe/Berlin", 7, 150_000
@@ -285,5 +286,9 @@ def seed(db: Any, store: CounterStore, site: str, days: list[dt.date], events: i
         kinds.update("pageview" if e.type == "pageview" else ENGAGEMENT if e.type == ENGAGEMENT else "custom"
                      for e in chunk)  # fmt: skip
     seeding |= {"redis_events": counted, "redis_kinds": dict(kinds), "redis_s": round(time.monotonic() - t, 1)}
+    # What the realtime worker does a few minutes after each hour ends (realtime.keys, Value hours).
+    t, now_ms = time.monotonic(), int(time.time() * 1000)
+    merged = HourMerger(store).merge(site, closed_hours(end_ms - retention_s * 1000, now_ms))
+    seeding |= {"merged_hours": merged, "merge_s": round(time.monotonic() - t, 1)}
     print(f"  seeded: {seeding}", flush=True)
     return seeding

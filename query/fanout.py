@@ -44,6 +44,10 @@ def _largest(answers: list[Any]) -> Any:
     return max(present) if present else None
 
 
+def _least(answers: list[Any]) -> Any:
+    return None if any(a is None for a in answers) else min(int(a) for a in answers)
+
+
 class FanoutPipeline:
     """The read commands the query layer uses, queued on one pipeline per shard; ``execute()``
     runs them (one round trip per shard) and returns one merged answer per command."""
@@ -84,6 +88,10 @@ class FanoutPipeline:
     def get_largest(self, key: str) -> FanoutPipeline:
         """GET of an integer, the largest over the shards (None if no shard has it)."""
         return self._queue(_largest, "get", key)
+
+    def get_least(self, key: str) -> FanoutPipeline:
+        """GET of an integer, the least over the shards (None if a shard lacks it)."""
+        return self._queue(_least, "get", key)
 
     def execute(self) -> list[Any]:
         if len(self._pipes) == 1:

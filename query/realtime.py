@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cachetools import LRUCache
+from cachetools import LRUCache, TTLCache
 
 from footfall.goals import EVENT_NAME, PAGE, GoalSpec
 from footfall.vocabulary import (
@@ -34,7 +35,7 @@ from footfall.vocabulary import (
     QueryError,
 )
 from query.fanout import FanoutPipeline as Pipeline
-from realtime.keys import ACTIVE_WINDOW_MS
+from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MERGE_DELAY_MS, MERGED
 from realtime.store import CounterStore
 from realtime.trends import Rising, rank_rising
 
@@ -51,6 +52,13 @@ MAX_MINUTES = 60 * 24 * 7  # the store keeps far less; this bounds a query's key
 # RealtimeQueries._queue_rising.
 BASELINE_MEMORY_ITEMS = 200_000
 BlockKey = tuple[str, str, int, int, int]  # site, dimension, minute of the read, first minute, minutes
+# Hours of a site whose value sketches are merged on every shard (realtime.keys, Value hours),
+# remembered per process: an hour stays merged (a rebuild deletes its sketches and merges them
+# again, so a reader that remembers one reads partial sketches only while the rebuild runs, as
+# it does every other count of those hours). Hours found not merged yet are asked again after
+# UNMERGED_RECHECK_S: the workers merge an hour a few minutes after it ends.
+MERGED_HOURS_ITEMS = 100_000
+UNMERGED_RECHECK_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +163,9 @@ def _num(raw: object) -> int:
 
 class RealtimeQueries:
     """Each public read is one round trip (``top`` two), built from ``_queue_*`` helpers that
-    queue commands on a pipeline and return a :data:`Parse` for their answers."""
+    queue commands on a pipeline and return a :data:`Parse` for their answers; a read of a
+    value's visitors takes one more when the range holds closed hours whose value sketches
+    this object does not know merged or not yet (:meth:`merged_hours`)."""
 
     def __init__(self, store: CounterStore, baseline_memory_items: int = BASELINE_MEMORY_ITEMS) -> None:
         """``baseline_memory_items``: how many summed values of trend-baseline blocks this
@@ -171,6 +181,9 @@ class RealtimeQueries:
             else None
         )
         self._baselines_lock = threading.Lock()  # LRUCache is not thread-safe; gthread workers share this
+        self._merged: LRUCache[tuple[str, int], bool] = LRUCache(maxsize=MERGED_HOURS_ITEMS)
+        self._unmerged: TTLCache[tuple[str, int], bool] = TTLCache(MERGED_HOURS_ITEMS, UNMERGED_RECHECK_S)
+        self._merged_lock = threading.Lock()
 
     def hours_from(self) -> int | None:
         """The first UTC hour whose hour keys are complete (see :mod:`realtime.keys`), None
@@ -199,9 +212,34 @@ class RealtimeQueries:
         layout = self.layout
         return self._bucket_keys(minutes, lambda h: layout.hour_top(site, h, dim), lambda m: layout.top(site, m, dim))
 
+    def merged_hours(self, site: str, minutes: range, now_ms: int | None = None) -> list[int]:
+        """The whole UTC hours inside ``minutes`` whose value sketches every shard has merged
+        (realtime.keys, Value hours), ascending. Reads the markers of the closed hours not
+        known yet, in one round trip (none when all are known)."""
+        hours = range(-(-minutes.start // 60), minutes.stop // 60)
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        closed = range(hours.start, min(hours.stop, max((now_ms - MERGE_DELAY_MS) // HOUR_MS, hours.start)))
+        with self._merged_lock:
+            unknown = [h for h in closed if (site, h) not in self._merged and (site, h) not in self._unmerged]
+        if unknown:
+            pipe = Pipeline(self.clients)
+            for hour in unknown:
+                pipe.get_least(self.layout.hour_merged(site, hour))
+            states = pipe.execute()
+            with self._merged_lock:
+                for hour, state in zip(unknown, states, strict=True):
+                    done = state is not None and int(state) == int(MERGED)
+                    (self._merged if done else self._unmerged)[(site, hour)] = True
+        with self._merged_lock:
+            return [h for h in closed if (site, h) in self._merged]
+
     def _dim_visitor_keys(self, site: str, minutes: range, dim: str, value: str) -> list[str]:
-        """A value's visitors are kept per minute only (see realtime.keys): every minute's key."""
-        return [self.layout.dim_visitors(site, m, dim, value) for m in minutes]
+        """The sketches of a value's visitors over ``minutes``: one per merged hour, one per
+        minute left over (same registers, so the same estimate, as every minute's)."""
+        layout, merged = self.layout, self.merged_hours(site, minutes)
+        keys = [layout.hour_dim_visitors(site, h, dim, value) for h in merged]
+        covered = set(merged)
+        return [*keys, *(layout.dim_visitors(site, m, dim, value) for m in minutes if m // 60 not in covered)]
 
     def _run(self, queue: Callable[[Pipeline], Parse[T]]) -> T:
         pipe = Pipeline(self.clients)
@@ -326,7 +364,7 @@ class RealtimeQueries:
         """The ``limit`` values of ``dim`` with most page views in the range, as ``(value, page views)``.
 
         ``prefix`` keeps only values starting with it (used for referrer→page pairs). No
-        visitors: those cost a PFCOUNT over every minute per value (:meth:`visitors`), so
+        visitors: those cost a PFCOUNT over the value's sketches (:meth:`visitors`), so
         callers count them only for the rows they show."""
         return self._run(lambda pipe: self._queue_ranking(pipe, site, dim, start_ms, end_ms, limit, prefix))
 
@@ -516,10 +554,10 @@ class RealtimeQueries:
         Values a minute counted under ``(other)`` (past its cap, realtime.keys) match no
         goal: on a site with more distinct pages or event values a minute than the cap, a
         goal's realtime counts can be short until the nightly rollup settles the day.
-        One round trip, two with page goals (their matching values come first). A page goal's
-        merge reads one sketch per matching value and minute of the range (as :meth:`visitors`
-        does per value): a wildcard matching hundreds of pages over a whole day is a merge of
-        hundreds of thousands of keys, so callers should keep such goals to short ranges."""
+        One round trip, two with page goals (their matching values come first), plus one to
+        read which hours are merged when some are not known yet (:meth:`merged_hours`). A page
+        goal's merge reads one sketch per matching value and merged hour of the range, and per
+        minute of the rest (the open hour, the hours not merged yet, the range's ragged ends)."""
         minutes = _minutes(start_ms, end_ms)
         pipe = Pipeline(self.clients)
         pages = self._queue_union(pipe, self._top_keys(site, minutes, "page")) if any(
@@ -544,7 +582,7 @@ class RealtimeQueries:
                 matched.append((goal, [v for v in page_views if v != VALUE_OTHER and pattern.match(v)]))
         pipe = Pipeline(self.clients)
         for _, values in matched:
-            if values:  # one merge over every minute sketch of every matching page
+            if values:  # one merge over the sketches of every matching page
                 pipe.pfcount(*(key for value in values for key in self._dim_visitor_keys(site, minutes, "page", value)))
         visitors = iter(pipe.execute()) if len(pipe) else iter(())
         for goal, values in matched:

@@ -51,6 +51,11 @@ class ValueOp(NamedTuple):
     pageviews: int  # the increment of the value's score: page views, or events
     value: str
     visitors: str  # distinct visitor members (realtime.keys.visitor_member), concatenated
+    # The minute's hour: its ``merged`` marker and the prefix of its value sketches ("": none);
+    # while the marker exists, visitors go to the hour sketch too (realtime.keys, Value hours).
+    hour_marker: str = ""
+    hour_prefix: str = ""
+    hour_expire_at: int = 0
 
 
 class AmountOp(NamedTuple):
@@ -326,14 +331,22 @@ def _add_counts(
 ) -> None:
     """The value operations of :func:`realtime.value_counts.count_values`' rows over ``dims``."""
     keys: dict[tuple[str, int, int], tuple[str, str, int]] = {}
+    hours: dict[tuple[str, int, int], tuple[str, str, int]] = {}
     for site, minute, dim, value, pageviews, visitors in per_minute:
         if (named := keys.get((site, minute, dim))) is None:
-            name = dims[dim]
+            name, hour = dims[dim], minute // 60
             named = keys[(site, minute, dim)] = (
                 layout.top(site, minute, name), layout.dim_visitors(site, minute, name, ""), layout.expires_at(minute)
             )  # fmt: skip
+            hours[(site, minute, dim)] = (
+                layout.hour_merged(site, hour), layout.hour_dim_visitors(site, hour, name, ""),
+                layout.hour_expires_at(hour),
+            )  # fmt: skip
             batch.expire_at[named[0]] = named[2]
-        batch.values.append(ValueOp(named[0], layout.minute_values, named[1], named[2], pageviews, value, visitors))
+        batch.values.append(
+            ValueOp(named[0], layout.minute_values, named[1], named[2], pageviews, value, visitors,
+                    *hours[(site, minute, dim)])
+        )  # fmt: skip
     # The hours' sorted sets only: a value's visitors over hours are merged from its
     # minutes' HyperLogLogs when read (realtime.keys), which halves what a page view adds.
     for site, hour, dim, value, pageviews, _ in per_hour:

@@ -44,6 +44,7 @@ from footfall.kafka_client import CLOSE_LIMIT_S, GroupWatch, close_within, consu
 from footfall_capture.events import Event, InvalidEvent, decode
 from footfall_capture.kafka import producer_config
 from realtime.keys import fingerprint
+from realtime.merge import MergeSchedule
 from realtime.store import ApplyResult, CounterStore, OffsetsMoved, Prepared
 
 log = logging.getLogger(__name__)
@@ -134,8 +135,12 @@ class RealtimeWorker:
         recent: RecentlyCounted | None = None,
         on_batch: Callable[[int, int], None] | None = None,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        merges: MergeSchedule | None = None,
     ) -> None:
+        """``merges``: merges the value sketches of the closed hours of the sites counted
+        (realtime.keys, Value hours); None leaves that to another worker or a rebuild."""
         self.consumer, self.dlq, self.store = consumer, dlq, store
+        self.merges = merges
         self.topic, self.invalid_topic, self.group = topic, invalid_topic, group
         self.max_batch_size, self.max_batch_time = max_batch_size, max_batch_time
         self.recent, self.on_batch, self.now_ms = recent, on_batch, now_ms
@@ -166,14 +171,19 @@ class RealtimeWorker:
                 cut = time.monotonic()
                 if messages:
                     self._process(messages)
-                elif self._pending is not None:  # nothing new: let the batch in flight finish
-                    self._finish_pending()
+                else:
+                    if self._pending is not None:  # nothing new: let the batch in flight finish
+                        self._finish_pending()
+                    if self.merges is not None:  # caught up: every hour that ended a while ago is closed
+                        self.merges.seen((), self.now_ms())
                 if time.monotonic() - self._last_commit >= COMMIT_EVERY_S:
                     self._commit(asynchronous=True)
             self._finish_pending()
             self._commit(asynchronous=False)
         finally:
             self._writers.shutdown(wait=True)
+            if self.merges is not None:
+                self.merges.close()
             self.dlq.flush(30)
             close_within(consumer.close, CLOSE_LIMIT_S, "the realtime consumer")
 
@@ -296,6 +306,9 @@ class RealtimeWorker:
                 expected[step.shard][field] = next_offset
         futures = [self._writers.submit(store.send, step) for step in steps]
         self._pending = (futures, following, received)
+        if self.merges is not None:
+            oldest = min((e.ts for events in parts for e in events), default=now)
+            self.merges.seen({site for step in steps for site in step.batch.marks}, min(oldest, now))
 
     def _finish_pending(self, also: Iterable[int] = (), rewind: bool = True) -> bool:
         """Wait for the batch in flight; False if a shard's offsets had moved (the worker then
@@ -401,6 +414,7 @@ def build_processor(
         max_batch_time,
         recent=RecentlyCounted(recent_ids) if recent_ids > 0 else None,
         on_batch=Heartbeat(store, worker_id),
+        merges=MergeSchedule(store),
     )
     # A consumer that cannot get back into its group ends run(); the caller builds a new one.
     watch.on_stuck = worker.signal_shutdown

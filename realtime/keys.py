@@ -16,10 +16,8 @@ key                                      type        content
                                                      hours and days with PFCOUNT over many keys)
 ``ff:rt:{site}:{m}:top:{dim}``           zset        page views per value of ``dim`` (top-N by
                                                      ZREVRANGE; ranges by ZUNION)
-``ff:rt:{site}:{m}:uv:{dim}:{value}``    HyperLog    visitors per value of ``dim`` (minutes only:
-                                                     a value's visitors over hours are a PFCOUNT
-                                                     of its minutes; an hour key per value would
-                                                     double what each page view writes)
+``ff:rt:{site}:{m}:uv:{dim}:{value}``    HyperLog    visitors per value of ``dim`` (and of
+                                                     ``event``, ``event_prop``)
 ``ff:rt:{site}:{m}:eng:{edim}``          zset        engagement reports per value of ``edim``
                                                      (``page``, ``ref``: see Engagement)
 ``ff:rt:{site}:{m}:engms:{edim}``        zset        engaged milliseconds per value of ``edim``
@@ -27,6 +25,12 @@ key                                      type        content
 ``:top:{dim}``, ``:eng:{edim}``,                     (hashes, sorted sets) and unions (HyperLogLogs)
 ``:engms:{edim}``                                    of its minutes' keys, expiring with its last
                                                      minute
+``ff:rt:{site}:h{h}:uv:{dim}:{value}``   HyperLog    a value's visitors over the hour: the PFMERGE
+                                                     of its minutes' sketches, made once the hour
+                                                     has closed (see Value hours); expires with the
+                                                     hour's last minute
+``ff:rt:{site}:h{h}:merged``             string      ``0`` while the hour's value sketches are being
+                                                     merged, ``1`` once all are (Value hours)
 ``ff:rt:hours_from``                     string      first hour ``h`` from which every hour key is
                                                      complete (see below)
 ``ff:rt:{site}:active``                  zset        visitor -> last event time (ms); concurrent
@@ -72,6 +76,21 @@ A reset of the rebuild clears and replays whole hours. When upgrading, stop the 
 workers before starting these: an older worker still counting after the marker is set would
 leave hours without its share.
 
+**Value hours.** A value's visitors over a range are one PFCOUNT of its sketches. Writing an
+hour sketch per value with every page view would double what a page view writes, so the
+hour sketches of values are merged instead, once per closed hour, by the realtime workers
+(:mod:`realtime.merge`, :data:`MERGE_DELAY_MS` after the hour ends) and by a rebuild for the
+hours it replayed. Each shard merges its own, in small atomic steps: first the hour's marker
+``merged`` is set to ``0``; from then on, every batch that counts a visitor of the hour under
+a value also adds it to the value's hour sketch in the same atomic step (so a late event is
+never missed). Then the values the hour's minute sorted sets hold (``(other)`` included) are
+read, and each value's hour sketch is replaced by the PFMERGE of its 60 minute sketches, a
+few hundred values a step; the marker becomes ``1`` last. A reader uses a value's hour sketch
+only for hours whose marker is ``1`` on every shard, its minute sketches otherwise; both give
+the same registers, so the same estimate. A rebuild deletes the markers with the rest of the
+hour and merges again once it has replayed. The memory is at most one more sketch per value
+and hour, usually far less than the 60 minute sketches it sums.
+
 Dimensions (:data:`footfall.vocabulary.EVENT_DIMENSIONS`): ``page`` (path), ``ref`` (referrer label: the domain or app
 package id, ``(unknown)`` for a referrer naming neither, ``(direct)`` when none), ``refurl``
 (full referrer), ``refpage`` (``ref`` + U+001F + path: which referrers drive traffic to which
@@ -112,6 +131,10 @@ from footfall.vocabulary import HOUR_VALUES, MINUTE_VALUES
 
 ACTIVE_WINDOW_MS = 5 * 60 * 1000
 HOUR_MS = 3_600_000
+# How long after an hour ends its value sketches are merged (Value hours): events of the hour
+# still in flight then are few, and each costs one more PFADD.
+MERGE_DELAY_MS = 5 * 60 * 1000
+MERGED, MERGING = b"1", b"0"  # the states of an hour's ``merged`` marker
 PREFIX = "ff:rt"
 MARK_BYTES = 16  # a dedup mark: the event id's 16 bytes
 VISITOR_CHARS = 16  # a visitor's member in sketches and last-seen sets: its id's first 16 hex digits
@@ -171,6 +194,19 @@ class KeyLayout:
 
     def dim_visitors(self, site: str, minute: int, dim: str, value: str) -> str:
         return f"{PREFIX}:{site}:{minute}:uv:{dim}:{value}"
+
+    def dim_visitors_parts(self, site: str, dim: str) -> tuple[str, str]:
+        """``(head, tail)`` such that ``head + str(m) + tail + value`` is
+        :meth:`dim_visitors` ``(site, m, dim, value)``: for scripts that name a value's minutes."""
+        return f"{PREFIX}:{site}:", f":uv:{dim}:"
+
+    def hour_dim_visitors(self, site: str, hour: int, dim: str, value: str) -> str:
+        """A value's visitors over a closed hour (Value hours)."""
+        return f"{PREFIX}:{site}:h{hour}:uv:{dim}:{value}"
+
+    def hour_merged(self, site: str, hour: int) -> str:
+        """The hour's value-sketch marker: :data:`MERGING`, then :data:`MERGED` (Value hours)."""
+        return f"{PREFIX}:{site}:h{hour}:merged"
 
     def hour_counters(self, site: str, hour: int) -> str:
         return f"{PREFIX}:{site}:h{hour}:c"

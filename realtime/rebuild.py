@@ -9,6 +9,9 @@ counted. The replay writes marks again (in the current generation), so it counts
 event id once however long its range, and a retry of a replayed event is still caught. A
 rebuild races with live workers only for events arriving during the rebuild at the live
 edge; rebuild ranges that end in the past, or stop the workers for the last minutes.
+Once replayed, the closed hours of the range have their value sketches merged again (they
+were cleared with the rest: see :mod:`realtime.keys`, Value hours), so readers find the
+same state as the workers leave.
 
 The log is read from ``offsets_for_times(start - 5 min)`` (events may be produced up to the
 collector's clock skew before their own time) to the end offsets taken at the start.
@@ -26,6 +29,7 @@ from footfall.config import Config
 from footfall.kafka_client import consumer_config
 from footfall_capture.events import Event, InvalidEvent, decode
 from realtime.keys import HOUR_MS, bucket_of, fingerprint
+from realtime.merge import HourMerger, closed_hours
 from realtime.store import CounterStore
 
 SKEW_MS = 5 * 60 * 1000
@@ -86,6 +90,7 @@ def rebuild(
     start_ms, end_ms = start_ms // HOUR_MS * HOUR_MS, -(-end_ms // HOUR_MS) * HOUR_MS
     wanted = lambda e: e.site_id == site and start_ms <= e.ts < end_ms  # noqa: E731
     counts = {"read": 0, "counted": 0, "duplicates": 0, "late": 0, "deleted_keys": 0, "cleared_marks": 0}
+    counts["merged_hours"] = 0
     counts["deleted_keys"] = _delete_range(store, site, start_ms, end_ms)
     counts["cleared_marks"] = _clear_marks(cfg, store, site, start_ms, topic, wanted, now_ms)
     batch: list[Event] = []
@@ -98,6 +103,8 @@ def rebuild(
             batch = []
     if batch:
         _apply(store, batch, now_ms, counts)
+    closed = closed_hours(start_ms, min(end_ms, now_ms), delay_ms=0)
+    counts["merged_hours"] = HourMerger(store).merge(site, closed)
     return counts
 
 

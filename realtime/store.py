@@ -34,8 +34,10 @@ from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MARK_BYTES, VISITOR_CHARS, 
 # then ops: "H" key field incr | "P" key visitors joined |
 # "A" key (13-digit last-seen ms + visitor) joined | "E" key unix-seconds |
 # "T" key max-score (trim a sorted set of last-seen times) |
-# "W" key cap visitors-prefix expire-at n, n x (incr, value, visitors joined)
-#     (the values of one capped sorted set, see ValueOp; prefix "": no visitors) |
+# "W" key cap visitors-prefix expire-at hour-marker hour-prefix hour-expire-at n,
+#     n x (incr, value, visitors joined)
+#     (the values of one capped sorted set, see ValueOp; prefix "": no visitors; while the
+#     hour's marker exists, the visitors also go to the value's hour sketch: realtime.keys) |
 # "V" key amount-key cap n, n x (incr, amount, value)
 #     (the values of one capped sorted set and their amounts in a second one, see AmountOp) |
 # "M" key stats-key hour (set the hours_from marker once: see realtime.keys)
@@ -87,9 +89,11 @@ while i <= #ARGV do
   local op = ARGV[i]
   if op == 'W' then
     local key, cap, prefix, when = ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4]
-    local n = tonumber(ARGV[i + 5])
+    local hprefix, hwhen, n = ARGV[i + 6], ARGV[i + 7], tonumber(ARGV[i + 8])
+    -- One EXISTS per sorted set and step: the hour's value sketches are (being) merged.
+    local merged = prefix ~= '' and ARGV[i + 5] ~= '' and redis.call('EXISTS', ARGV[i + 5]) == 1
     local held = nil
-    for j = i + 6, i + 3 + 3 * n, 3 do
+    for j = i + 9, i + 6 + 3 * n, 3 do
       local incr, value = ARGV[j], ARGV[j + 1]
       local new = tonumber(redis.call('ZINCRBY', key, incr, value)) == tonumber(incr)
       if new then
@@ -108,9 +112,15 @@ while i <= #ARGV do
         if ARGV[j + 2] ~= '' then redis.call('PFADD', uv, unpack(split(ARGV[j + 2], VISITOR)))
         elseif new then redis.call('PFADD', uv) end
         if new then redis.call('EXPIREAT', uv, when) end
+        if merged then
+          local huv = hprefix .. value
+          if ARGV[j + 2] ~= '' then redis.call('PFADD', huv, unpack(split(ARGV[j + 2], VISITOR)))
+          else redis.call('PFADD', huv) end
+          redis.call('EXPIREAT', huv, hwhen)
+        end
       end
     end
-    i = i + 6 + 3 * n
+    i = i + 9 + 3 * n
   elseif op == 'V' then
     local key, amounts, cap, n = ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
     local held = nil
@@ -357,7 +367,8 @@ class CounterStore:
                 for op in chunk:  # a value with very many visitors continues in entries adding 0 page views
                     for k in range(0, max(len(op.visitors), 1), step):
                         entries += [op.pageviews if k == 0 else 0, op.value, op.visitors[k : k + step]]
-                args += ["W", top, first.cap, first.visitors_prefix, first.expire_at, len(entries) // 3, *entries]
+                args += ["W", top, first.cap, first.visitors_prefix, first.expire_at]
+                args += [first.hour_marker, first.hour_prefix, first.hour_expire_at, len(entries) // 3, *entries]
         for (count_key, amount_key), amounts in _by_pair(batch.amounts):
             for start in range(0, len(amounts), PFADD_CHUNK):
                 chunk = amounts[start : start + PFADD_CHUNK]

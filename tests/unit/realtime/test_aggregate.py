@@ -218,3 +218,19 @@ def test_referrer_labels_match_the_batch_layer() -> None:
         event = msgspec.structs.replace(base, referrer=referrer, ref_domain=domain)
         assert dimension_values(event)["ref"] == label
         assert dimension_values(event)["refpage"] == f"{label}\x1f{event.path}"
+
+
+def test_a_minutes_values_name_their_hours_marker_and_sketches() -> None:
+    """A minute's value operations carry what the store needs to add a late visitor to the
+    value's hour sketch once the hour is merged (realtime.keys, Value hours); hours' none."""
+    agg = aggregate(events(200), LAYOUT, NOW)
+    minute_ops = [op for op in agg.values if op.visitors_prefix]
+    assert minute_ops
+    assert len(minute_ops) < len(agg.values)
+    for op in minute_ops:
+        hour = int(op.top_key.split(":")[3]) // 60
+        dim = op.top_key.rsplit(":", 1)[1]
+        assert op.hour_marker == LAYOUT.hour_merged("demo", hour)
+        assert op.hour_prefix + op.value == LAYOUT.hour_dim_visitors("demo", hour, dim, op.value)
+        assert op.hour_expire_at == LAYOUT.hour_expires_at(hour)
+    assert all(op.hour_marker == op.hour_prefix == "" for op in agg.values if not op.visitors_prefix)

@@ -19,8 +19,22 @@ def test_bucket_of_reads_back_every_bucket_key() -> None:
         LAYOUT.dim_visitors(site, minute, "refurl", "https://x.example/a:b"),
     ):
         assert bucket_of(key) == ("minute", minute)
-    for key in (LAYOUT.hour_counters(site, minute // 60), LAYOUT.hour_visitors(site, minute // 60)):
-        assert bucket_of(key) == ("hour", minute // 60)
+    hour = minute // 60
+    for key in (
+        LAYOUT.hour_counters(site, hour),
+        LAYOUT.hour_visitors(site, hour),
+        LAYOUT.hour_dim_visitors(site, hour, "page", "/a:b"),
+        LAYOUT.hour_merged(site, hour),  # so that a rebuild clears it with the hour
+    ):
+        assert bucket_of(key) == ("hour", hour)
+
+
+def test_dim_visitors_parts_name_a_values_minutes() -> None:
+    """The merge script names minute sketches from these parts: the same names as dim_visitors."""
+    head, tail = LAYOUT.dim_visitors_parts("shop", "refpage")
+    value = "google.com\x1f/a:b"
+    assert head + str(29_395_000) + tail + value == LAYOUT.dim_visitors("shop", 29_395_000, "refpage", value)
+    assert LAYOUT.hour_dim_visitors("shop", 7, "page", "") + "/x" == LAYOUT.hour_dim_visitors("shop", 7, "page", "/x")
 
 
 @pytest.mark.parametrize(
