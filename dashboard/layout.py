@@ -68,6 +68,17 @@ def card(label: str, value_id: str, sub_id: str | None = None, extra_class: str 
     return html.Div(children, className=f"card {extra_class}".strip())
 
 
+def filter_bar(name: str, clear_text: str) -> html.Div:
+    """A bar, hidden until a filter is on, naming it (``{name}-label``) with a button that
+    clears it (``{name}-clear``); the bar's id is ``{name}-bar``."""
+    return html.Div(
+        [html.Span("", id=f"{name}-label"), html.Button(clear_text, id=f"{name}-clear", className="link-button")],
+        id=f"{name}-bar",
+        className="filter-bar",
+        hidden=True,
+    )
+
+
 def alert(alert_id: str) -> html.Div:
     return html.Div(id=alert_id, className="alert", role="alert", hidden=True)
 
@@ -268,15 +279,7 @@ def history_page(extra: Sequence[Component] = ()) -> html.Div:
                 type="dot",
                 delay_show=300,
             ),
-            html.Div(
-                [
-                    html.Span("", id="hist-filter-label"),
-                    html.Button("Clear filter", id="hist-filter-clear", className="link-button"),
-                ],
-                id="hist-filter-bar",
-                className="filter-bar",
-                hidden=True,
-            ),
+            filter_bar("hist-filter", "Clear filter"),
             html.Section(
                 [
                     dcc.RadioItems(
@@ -314,15 +317,7 @@ def history_page(extra: Sequence[Component] = ()) -> html.Div:
                         inline=True,
                         className="chips",
                     ),
-                    html.Div(
-                        [
-                            html.Span("", id="hist-goal-label"),
-                            html.Button("Show all visitors", id="hist-goal-clear", className="link-button"),
-                        ],
-                        id="hist-goal-bar",
-                        className="filter-bar",
-                        hidden=True,
-                    ),
+                    filter_bar("hist-goal", "Show all visitors"),
                     html.P("", id="hist-table-note", className="empty-note", hidden=True),
                     dcc.Loading(
                         table(
