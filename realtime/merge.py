@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 
 # The dimensions whose values have visitor sketches (realtime.keys).
 VALUE_DIMENSIONS = (*EVENT_DIMENSIONS, *EVENT_COUNT_DIMENSIONS)
-# Values per merge step: a PFMERGE of 60 minute sketches costs Redis up to ~1.5 ms (Redis 7.0
-# sets a sparse destination's registers one by one), so a step holds Redis ~25 ms at most.
+# Values per merge step: small, because a PFMERGE into a sparse destination sets its registers
+# one by one and a script holds Redis for its whole run (figures: bench/README.md).
 MERGE_CHUNK = 16
 STEPS_PER_TRIP = 50  # merge steps pipelined per round trip
 

@@ -49,7 +49,7 @@ SESSION_CONF = {
     "spark.sql.session.timeZone": "UTC",
     # Let adaptive execution coalesce the persisted rows' partitions to their size (SPARK-46995;
     # off by default since Spark 4.0): otherwise every output re-reads them in as many tasks as
-    # spark.sql.shuffle.partitions (200), which made a small day's rollup 3x slower.
+    # spark.sql.shuffle.partitions (200), however small the day (figures: bench/README.md).
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
 }
 DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical documents
