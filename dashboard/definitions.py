@@ -38,6 +38,11 @@ def goal_specs(site_id: str) -> list[GoalSpec]:
     return _in_worker(lambda: Goal.specs_by_site([site_id]).get(site_id, []))
 
 
+def goal_spec(site_id: str, goal_id: object) -> GoalSpec | None:
+    """The site's goal of id ``goal_id`` (as the browser sent it), None when the site has none such."""
+    return next((g for g in goal_specs(site_id) if g.goal_id == goal_id), None)
+
+
 def funnel_specs(site_id: str) -> list[FunnelSpec]:
     """The site's funnels in the order they were created."""
     return _in_worker(lambda: Funnel.specs_by_site([site_id]).get(site_id, []))

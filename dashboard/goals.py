@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from dashboard import conversions, messages
 from dashboard.access import current, problem_for_viewer
-from dashboard.definitions import funnel_specs, goal_specs
+from dashboard.definitions import funnel_specs, goal_spec, goal_specs
 from dashboard.figures import empty_figure
 from dashboard.history import day_range
 from footfall.goals import EVENT_NAME
@@ -103,7 +103,7 @@ def _register_goals(app: Dash) -> None:
             return True, "", no_update
         site, rng, _ = resolved
         try:
-            spec = next((g for g in goal_specs(site.site_id) if g.goal_id == cell.get("row_id")), None)
+            spec = goal_spec(site.site_id, cell.get("row_id"))
             if spec is None:  # not a goal of this site (or deleted since the table was drawn)
                 return True, "", no_update
             days = get_conversions().goal_series(site.info, rng.query_range(ZoneInfo(site.tz)), spec)

@@ -11,7 +11,7 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard import figures, messages, tables
 from dashboard.access import SiteChoice, current, problem_for_viewer
-from dashboard.definitions import goal_specs
+from dashboard.definitions import goal_spec
 from dashboard.ranges import DayRange, RangeError, resolve, today_in
 from footfall.goals import GoalSpec
 from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS, GOAL_BREAKDOWN_METRICS, GOAL_FILTER_DIMENSIONS
@@ -44,7 +44,7 @@ def _goal(site: SiteChoice, dimension: str, store: dict | None) -> GoalSpec | No
     up among the site's own goals (the id comes from the browser), None otherwise."""
     if not store or dimension not in GOAL_FILTER_DIMENSIONS:
         return None
-    return next((g for g in goal_specs(site.site_id) if g.goal_id == store.get("goal_id")), None)
+    return goal_spec(site.site_id, store.get("goal_id"))
 
 
 def _filter(store: dict | None) -> Filter | None:
@@ -236,7 +236,7 @@ def register(app: Dash) -> None:
         resolved = day_range(store)
         if ctx.triggered_id == "hist-goal-clear" or not cell or resolved is None:
             return None
-        spec = next((g for g in goal_specs(resolved[0].site_id) if g.goal_id == cell.get("row_id")), None)
+        spec = goal_spec(resolved[0].site_id, cell.get("row_id"))
         return {"goal_id": spec.goal_id, "name": spec.name or f"goal {spec.goal_id}"} if spec else None
 
     @app.callback(
