@@ -33,7 +33,7 @@ from bench.harness import OUT, REPO, BenchError, Server, machine, manage, unlink
 from footfall.config import load_config
 from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import BREAKDOWN_METRICS, CUSTOM_EVENT_DIMENSIONS, INTERVALS, METRICS
-from historical.store import BREAKDOWNS, DAILY, FUNNELS, HOURLY, RUNS, connect
+from historical.store import ROLLUP_COLLECTIONS, RUNS, connect
 from query import params as p
 from query.conversions import Conversions
 from query.realtime import RealtimeQueries
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     @cleanup.callback
     def delete_site() -> None:
         print(f"removing {site}'s documents and keys", flush=True)
-        for name in (DAILY, HOURLY, BREAKDOWNS, FUNNELS, RUNS):
+        for name in (*ROLLUP_COLLECTIONS, RUNS):
             db[name].delete_many({"site_id": site})
         unlink_matching(rclient, f"{PREFIX}:{site}:*", f"{PREFIX}:seen:{site}:*")
 

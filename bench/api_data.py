@@ -35,7 +35,7 @@ from footfall.vocabulary import (
 )
 from footfall_capture.events import Event, Utm, new_event_id
 from historical.buckets import day_buckets
-from historical.store import DayDocuments, hour_document, load_day
+from historical.store import GOAL_SOURCES, DayDocuments, hour_document, load_day
 from realtime.merge import HourMerger, closed_hours
 from realtime.store import CounterStore
 
@@ -218,7 +218,7 @@ def day_documents(site: str, day: dt.date, defs: Definitions) -> DayDocuments:
     funnels = [{"funnel_id": defs.funnel.funnel_id, "name": defs.funnel.name, "steps": steps}]
     run = {"status": "complete", "events_read": pv_total + custom_total + bots, "pageviews": pv_total, "tz": TZ,
            "computed_at": dt.datetime.now(dt.UTC), "spark_master": "api_bench (synthetic)",
-           "goal_ids": [g.goal_id for g in defs.goals], "goal_sources": True}  # fmt: skip
+           "goal_ids": [g.goal_id for g in defs.goals], "goal_sources": GOAL_SOURCES}  # fmt: skip
     return DayDocuments(site, day.isoformat(), daily, hourly, rows, run, funnels)
 
 

@@ -13,9 +13,13 @@ collection             ``_id`` (deterministic)                    content
 ``rollup_breakdowns``  ``site|day|dimension|sha1(value)``         per dimension value (pages,
                                                                   referrers, referrer→page, UTM,
                                                                   custom events, event properties,
-                                                                  goals and where their converting
-                                                                  visitors came from, ...; engaged
-                                                                  time on pages and referrers)
+                                                                  goals, ...; engaged time on pages
+                                                                  and referrers)
+``rollup_goal_sources`` ``site|day|dimension|sha1(value)``        the ``goal_src:*``/``goal_base:*``
+                                                                  rows: where goals' converting
+                                                                  visitors came from (apart, so that
+                                                                  other breakdown reads never pass
+                                                                  over them)
 ``rollup_funnels``     ``site|day|funnel_id``                     per funnel: ``name``, ``steps`` (per
                                                                   step ``visitors``, ``median_ms``,
                                                                   ``times_ms``: see below)
@@ -63,6 +67,7 @@ import pymongo
 from pymongo import ASCENDING, DESCENDING, DeleteMany, ReplaceOne
 from pymongo.database import Database
 
+from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_SOURCE_PREFIX
 from historical.buckets import Bucket, bucket_at, bucket_key, day_buckets
 
 # The rollup job reads MongoDB's URL (which may carry a password and TLS options) from this
@@ -79,6 +84,9 @@ DAILY, HOURLY, BREAKDOWNS, RUNS, RECONCILIATION = (
     "reconciliation",
 )
 FUNNELS = "rollup_funnels"
+GOAL_SOURCES = "rollup_goal_sources"
+# Every collection holding a (site, day)'s rollup documents; batch_runs settles them.
+ROLLUP_COLLECTIONS = (DAILY, HOURLY, BREAKDOWNS, GOAL_SOURCES, FUNNELS)
 # Statements per bulk write. FerretDB 1.x (a Mongo-wire server some users run, and the local
 # stack's until 2026-11-24) keeps every update statement's cursor open until the whole command
 # ends, each holding one of its 100 SQLite connections; a command replacing more than ~100
@@ -135,6 +143,8 @@ def ensure_indexes(db: Database) -> None:
         [("site_id", ASCENDING), ("dimension", ASCENDING), ("page", ASCENDING), ("day", ASCENDING)]
     )
     db[BREAKDOWNS].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
+    db[GOAL_SOURCES].create_index([("site_id", ASCENDING), ("dimension", ASCENDING), ("day", ASCENDING)])
+    db[GOAL_SOURCES].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
     db[FUNNELS].create_index([("site_id", ASCENDING), ("funnel_id", ASCENDING), ("day", ASCENDING)])
     db[FUNNELS].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
     db[RUNS].create_index([("site_id", ASCENDING), ("day", DESCENDING)])
@@ -153,7 +163,13 @@ class DayDocuments:
     funnels: list[dict[str, object]] = field(default_factory=list)  # each with its funnel_id
 
 
-def _with_ids(day: DayDocuments) -> tuple[dict, list[dict], list[dict], list[dict]]:
+def is_goal_source(dimension: str) -> bool:
+    """Whether a breakdown row of ``dimension`` is kept in ``rollup_goal_sources``."""
+    return dimension.startswith((GOAL_SOURCE_PREFIX, GOAL_BASE_PREFIX))
+
+
+def _with_ids(day: DayDocuments) -> dict[str, list[dict]]:
+    """The day's documents with their ids, by collection."""
     daily = {"_id": daily_id(day.site_id, day.day), "site_id": day.site_id, "day": day.day, **day.daily}
     hourly = [
         {"_id": hourly_id(day.site_id, day.day, int(h["start_ms"])), "site_id": day.site_id, "day": day.day, **h}
@@ -172,15 +188,22 @@ def _with_ids(day: DayDocuments) -> tuple[dict, list[dict], list[dict], list[dic
         {"_id": funnel_doc_id(day.site_id, day.day, str(f["funnel_id"])), "site_id": day.site_id, "day": day.day, **f}
         for f in day.funnels
     ]
-    return daily, hourly, breakdowns, funnels
+    return {
+        DAILY: [daily],
+        HOURLY: hourly,
+        BREAKDOWNS: [b for b in breakdowns if not is_goal_source(b["dimension"])],
+        GOAL_SOURCES: [b for b in breakdowns if is_goal_source(b["dimension"])],
+        FUNNELS: funnels,
+    }
 
 
 def load_day(db: Database, day: DayDocuments) -> dict[str, int]:
-    """Replace ``day``'s documents (see the module docstring); return counts written/removed."""
-    daily, hourly, breakdowns, funnels = _with_ids(day)
+    """Replace ``day``'s documents (see the module docstring); return counts written/removed.
+
+    ``day.breakdowns`` holds every breakdown row; the goal source rows go to their own collection."""
     scope = {"site_id": day.site_id, "day": day.day}
     written = removed = 0
-    for name, docs in ((DAILY, [daily]), (HOURLY, hourly), (BREAKDOWNS, breakdowns), (FUNNELS, funnels)):
+    for name, docs in _with_ids(day).items():
         coll = db[name]
         for start in range(0, len(docs), BULK):
             ops = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in docs[start : start + BULK]]
@@ -237,8 +260,7 @@ def documents(db: Database, site: str, days: Iterable[str]) -> dict[str, list[di
     """Every rollup document of ``site`` for ``days``, sorted by ``_id`` (for comparisons)."""
     days = list(days)
     query = {"site_id": site, "day": {"$in": days}}
-    names = (DAILY, HOURLY, BREAKDOWNS, FUNNELS)
-    return {name: sorted(db[name].find(query), key=lambda d: d["_id"]) for name in names}
+    return {name: sorted(db[name].find(query), key=lambda d: d["_id"]) for name in ROLLUP_COLLECTIONS}
 
 
 def connect(url: str, name: str) -> tuple[pymongo.MongoClient, Database]:

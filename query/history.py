@@ -18,7 +18,7 @@ from pymongo.database import Database
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS
 from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_SOURCE_PREFIX, PROP_SEPARATOR
 from historical.buckets import ms
-from historical.store import BREAKDOWNS, DAILY, FUNNELS, HOURLY, RUNS, has_clock_change
+from historical.store import BREAKDOWNS, DAILY, FUNNELS, GOAL_SOURCES, HOURLY, RUNS, has_clock_change
 
 Totals = dict[str, float]
 
@@ -67,7 +67,7 @@ class Settlement:
     watermark: str | None
     generations: Mapping[str, str] = field(default_factory=dict)
     goals: Mapping[str, frozenset[str]] = field(default_factory=dict)  # day -> goal ids its rollup counted
-    # Days whose rollup attributed converting visitors to their first session (goal_src:* rows).
+    # Days whose rollup attributed converting visitors to their first session, into GOAL_SOURCES.
     goal_sources: frozenset[str] = frozenset()
 
 
@@ -81,7 +81,9 @@ def settlement(db: Database, site: str, since: str) -> Settlement:
     days = frozenset(doc["day"] for doc in runs)
     generations = {doc["day"]: str(doc["generation"]) for doc in runs if doc.get("generation")}
     goals = {doc["day"]: frozenset(map(str, doc.get("goal_ids") or ())) for doc in runs}
-    attributed = frozenset(doc["day"] for doc in runs if doc.get("goal_sources"))
+    # A day rolled up while those rows lived in rollup_breakdowns says True: it is re-rolled
+    # (``manage.py rollup``) before its sources are reported, and is named missing until then.
+    attributed = frozenset(doc["day"] for doc in runs if doc.get("goal_sources") == GOAL_SOURCES)
     return Settlement(days, max(days) if days else watermark(db, site), generations, goals, attributed)
 
 
@@ -325,7 +327,7 @@ def goal_sources(db: Database, site: str, dim: str, goal_id: str, days: Iterable
         return {}
     query = {"site_id": site, "dimension": GOAL_SOURCE_PREFIX + dim, "goal_id": goal_id, "day": {"$in": days}}
     out: dict[str, tuple[int, int]] = {}
-    for doc in db[BREAKDOWNS].find(query, {"value": 1, "visitors": 1, "events": 1}):
+    for doc in db[GOAL_SOURCES].find(query, {"value": 1, "visitors": 1, "events": 1}):
         value = str(doc["value"]).partition(PROP_SEPARATOR)[2]
         visitors, conversions = out.get(value, (0, 0))
         out[value] = (visitors + int(doc.get("visitors") or 0), conversions + int(doc.get("events") or 0))
@@ -340,6 +342,6 @@ def goal_base(db: Database, site: str, dim: str, days: Iterable[str], values: It
         return {}
     query = {"site_id": site, "dimension": GOAL_BASE_PREFIX + dim, "value": {"$in": values}, "day": {"$in": days}}
     out: dict[str, int] = {}
-    for doc in db[BREAKDOWNS].find(query, {"value": 1, "visitors": 1}):
+    for doc in db[GOAL_SOURCES].find(query, {"value": 1, "visitors": 1}):
         out[str(doc["value"])] = out.get(str(doc["value"]), 0) + int(doc.get("visitors") or 0)
     return out

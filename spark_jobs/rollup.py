@@ -40,7 +40,15 @@ from pyspark.sql import functions as F
 from archive.reader import read_events
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS, DefinitionError, FunnelSpec, GoalSpec
 from historical.buckets import span_transitions
-from historical.store import MONGO_URL_VARIABLE, DayDocuments, connect, ensure_indexes, hour_document, load_day
+from historical.store import (
+    GOAL_SOURCES,
+    MONGO_URL_VARIABLE,
+    DayDocuments,
+    connect,
+    ensure_indexes,
+    hour_document,
+    load_day,
+)
 from spark_jobs.transforms import BREAKDOWN_EXTRAS, localize, localized, rollup_localized
 
 CHUNK_DAYS = 7
@@ -233,8 +241,8 @@ def transform_and_load(
                     "spark_master": spark.sparkContext.master,
                     # Which goals this day counts: the query layer names days rolled up before a goal.
                     "goal_ids": [g.goal_id for g in goals.get(site, [])],
-                    # Its goal_src:*/goal_base:* rows exist (a day rolled up before them has none).
-                    "goal_sources": True,
+                    # Where its goal_src:*/goal_base:* rows are (a day rolled up before them has none).
+                    "goal_sources": GOAL_SOURCES,
                 }
                 documents = DayDocuments(
                     site, day, stats, rows.hourly.get(key, []), rows.breakdowns.get(key, []), run,

@@ -12,7 +12,7 @@ from pymongo.database import Database
 
 from footfall.config import Config
 from footfall.models import Goal
-from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, DayDocuments, connect, load_day
+from historical.store import BREAKDOWNS, GOAL_SOURCES, ROLLUP_COLLECTIONS, RUNS, DayDocuments, connect, load_day
 from tests.integration.api.conftest import SiteKey, make_site
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def mongo(cfg: Config, utc_key: SiteKey) -> Iterator[Database]:
     try:
         yield database
     finally:
-        for name in (DAILY, HOURLY, BREAKDOWNS, RUNS):
+        for name in (*ROLLUP_COLLECTIONS, RUNS):
             database[name].delete_many({"site_id": utc_key.site.site_id})
         client.close()
 
@@ -47,10 +47,11 @@ def base(dim: str, rows: dict[str, int]) -> list[dict[str, object]]:
     return [{"dimension": f"goal_base:{dim}", "value": v, "pageviews": 0, "visitors": n} for v, n in rows.items()]
 
 
-def load(db: Database, site: str, day: str, goals: list[Goal], docs: list[dict], attributed: bool = True) -> None:
+def load(db: Database, site: str, day: str, goals: list[Goal], docs: list[dict],
+         attributed: object = GOAL_SOURCES) -> None:  # fmt: skip
     run = {"status": "complete", "tz": "UTC", "goal_ids": [str(g.pk) for g in goals]}
-    if attributed:
-        run["goal_sources"] = True
+    if attributed is not None:
+        run["goal_sources"] = attributed
     load_day(db, DayDocuments(site, day, {"pageviews": 1, "visitors": 1}, [], docs, run))
 
 
@@ -80,6 +81,9 @@ def test_settled_days_sum_per_value_with_one_rate_definition(client: Client, utc
     ]
     assert body["total"] == 3
     assert body["sources"]["batch"]["days"] == ["2026-10-01", "2026-10-02"]
+    # The rows live apart from the other breakdowns, which never pass over them.
+    assert mongo[GOAL_SOURCES].count_documents({"site_id": site}) == 12
+    assert mongo[BREAKDOWNS].count_documents({"site_id": site}) == 0
     assert any("first session of the day" in n and "a range sums the days" in n for n in body["sources"]["notes"])
 
     # Paged like the other breakdowns: the second row alone, its rate from its own base.
@@ -91,20 +95,23 @@ def test_settled_days_sum_per_value_with_one_rate_definition(client: Client, utc
 
 def test_days_rolled_up_before_the_goal_or_the_attribution_are_named(client: Client, utc_key: SiteKey,
                                                                      mongo: Database) -> None:  # fmt: skip
-    """A day counted without the goal, and one rolled up before attribution rows existed, count
-    nothing (their rows, had they any, would understate the rate) and the notes say so."""
+    """A day counted without the goal, one rolled up before attribution rows existed, and one whose
+    rows were kept among the other breakdowns (the layout before rollup_goal_sources) count nothing
+    (their rows, had they any, would understate the rate) and the notes say so."""
     signup = Goal.objects.create(site=utc_key.site, name="Signup", kind="event", event="signup")
     site = utc_key.site.site_id
     load(mongo, site, "2026-10-01", [], base("ref", {"google.com": 100}))
     load(mongo, site, "2026-10-02", [signup], [*sources(signup, "ref", {"google.com": (9, 9)}),
-                                               *base("ref", {"google.com": 10})], attributed=False)  # fmt: skip
-    load(mongo, site, "2026-10-03", [signup], [*sources(signup, "ref", {"google.com": (2, 3)}),
+                                               *base("ref", {"google.com": 10})], attributed=None)  # fmt: skip
+    load(mongo, site, "2026-10-03", [signup], [*sources(signup, "ref", {"google.com": (5, 5)}),
+                                               *base("ref", {"google.com": 20})], attributed=True)  # fmt: skip
+    load(mongo, site, "2026-10-04", [signup], [*sources(signup, "ref", {"google.com": (2, 3)}),
                                                *base("ref", {"google.com": 8})])  # fmt: skip
-    body = utc_key.get(client, "breakdown/referrers", goal=signup.pk, **{"from": "2026-10-01", "to": "2026-10-04"})
+    body = utc_key.get(client, "breakdown/referrers", goal=signup.pk, **{"from": "2026-10-01", "to": "2026-10-05"})
     body = body.json()
     assert body["results"] == [{"value": "google.com", "visitors": 2, "conversions": 3, "conversion_rate": 0.25}]
     notes = " ".join(body["sources"]["notes"])
-    assert f"goal {signup.pk} (Signup): 2 settled day(s) from 2026-10-01 to 2026-10-02" in notes
+    assert f"goal {signup.pk} (Signup): 3 settled day(s) from 2026-10-01 to 2026-10-03" in notes
 
 
 def test_the_unsettled_part_is_missing_never_estimated(client: Client, utc_key: SiteKey, mongo: Database) -> None:

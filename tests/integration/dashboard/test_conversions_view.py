@@ -24,7 +24,7 @@ from dashboard.ranges import DayRange
 from footfall.config import Config
 from footfall.models import ApiKey, Funnel, Goal, Site
 from footfall.vocabulary import PROP_SEPARATOR
-from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS, DayDocuments, connect, load_day
+from historical.store import GOAL_SOURCES, ROLLUP_COLLECTIONS, RUNS, DayDocuments, connect, load_day
 from tests.integration.chromium import chromium
 from tests.integration.dashboard.conftest import (
     PASSWORD,
@@ -105,12 +105,13 @@ def settled(transactional_db: None, live_server: LiveServer, cfg: Config) -> Ite
         ]  # fmt: skip
         if n == 0:
             docs.append(source_doc(pricing, "ref", XSS, 1, 1))
-        run = {"status": "complete", "tz": "UTC", "goal_ids": [str(pricing.pk), str(signup.pk)], "goal_sources": True}
+        goal_ids = [str(pricing.pk), str(signup.pk)]
+        run = {"status": "complete", "tz": "UTC", "goal_ids": goal_ids, "goal_sources": GOAL_SOURCES}
         load_day(db, DayDocuments(site.site_id, day, {"pageviews": 40, "visitors": 20}, [], docs, run))
     try:
         yield api
     finally:
-        for name in (DAILY, HOURLY, BREAKDOWNS, RUNS):
+        for name in (*ROLLUP_COLLECTIONS, RUNS):
             db[name].delete_many({"site_id": site.site_id})
         mongo.close()
 
