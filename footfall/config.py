@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import dj_database_url
 from django.conf import settings
@@ -99,6 +99,27 @@ _AWS_REGION = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # us-east-1; "auto" or a
 
 
 @dataclass(frozen=True, slots=True)
+class Email:
+    """How alert and report emails leave: ``EMAIL_URL`` parsed. ``backend`` is ``smtp`` (``smtp://``,
+    STARTTLS when the URL says ``?tls=starttls`` or the port is 587; ``smtps://``: TLS from the first
+    byte), ``file`` (each message a file in ``path``: the local stack's default) or ``console``. The
+    password never appears in a repr."""
+
+    backend: str
+    host: str = ""
+    port: int = 0
+    user: str = ""
+    password: str = field(default="", repr=False)
+    starttls: bool = False
+    ssl: bool = False
+    path: Path | None = None
+    sender: str = "Footfall <footfall@localhost>"
+
+
+EMAIL_SCHEMES = ("smtp", "smtps", "file", "console")
+
+
+@dataclass(frozen=True, slots=True)
 class ArchiveS3:
     """How to reach an ``s3://`` archive. Keys unset: the AWS SDKs' own chain (instance
     role, ``~/.aws``); endpoint unset: Amazon S3 itself. The secret never appears in a repr."""
@@ -152,6 +173,10 @@ class Config:
     realtime_dedup_s: int  # how long the speed layer recognises a repeated event id (at least)
     api_rate_per_minute: int
     api_cache_items: int  # 0: no cache of settled reads
+    email: Email
+    # The dashboard's address as people reach it, for links in emails (unsubscribe, open the
+    # dashboard); None outside development mode unless FOOTFALL_PUBLIC_URL is set.
+    public_url: str | None
 
     @property
     def kafka(self) -> KafkaSettings:
@@ -235,6 +260,8 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         # Per process: rollup documents and breakdown values held from reads of settled days
         # (measured ~0.6 KB a document, ~0.2 KB a value: the default holds ~120 MB at most).
         api_cache_items=_int(env, "FOOTFALL_API_CACHE_ITEMS", 200_000, low=0, high=100_000_000),
+        email=_email(env, data_dir, environment),
+        public_url=_public_url(env, environment),
     )
 
 
@@ -400,6 +427,49 @@ def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...], default: s
     except ValueError as exc:
         raise ConfigError(name, "a URL whose port is a number between 1 and 65535", raw) from exc
     return raw
+
+
+def _email(env: Mapping[str, str], data_dir: Path, environment: str) -> Email:
+    """``EMAIL_URL`` (and ``EMAIL_FROM``): in development mode mail goes to files under the data
+    directory by default; elsewhere to an SMTP server on this host (Django's own default)."""
+    default = f"file://{data_dir / 'mail'}" if environment == DEVELOPMENT_ENV else "smtp://localhost:25"
+    raw = env.get("EMAIL_URL") or default
+    sender = env.get("EMAIL_FROM") or "Footfall <footfall@localhost>"
+    if "@" not in sender or "\n" in sender or "\r" in sender:
+        raise ConfigError("EMAIL_FROM", "an address such as Footfall <stats@example.com>", sender)
+    parts = urlsplit(raw)
+    if parts.scheme not in EMAIL_SCHEMES:
+        raise ConfigError("EMAIL_URL", f"a URL with scheme {' or '.join(s + '://' for s in EMAIL_SCHEMES)}", raw)
+    if parts.scheme == "console":
+        return Email("console", sender=sender)
+    if parts.scheme == "file":
+        if not parts.path.startswith("/"):
+            raise ConfigError("EMAIL_URL", "file:// and an absolute directory", raw)
+        return Email("file", path=Path(parts.path), sender=sender)
+    try:
+        port = parts.port or (465 if parts.scheme == "smtps" else 25)
+    except ValueError as exc:
+        raise ConfigError("EMAIL_URL", "a URL whose port is a number between 1 and 65535", raw) from exc
+    if not parts.hostname:
+        raise ConfigError("EMAIL_URL", "a URL with a host name", raw)
+    tls = parse_qs(parts.query).get("tls", [""])[0]
+    if tls not in {"", "starttls", "none"}:
+        raise ConfigError("EMAIL_URL", "?tls=starttls or ?tls=none", raw)
+    starttls = parts.scheme == "smtp" and (tls == "starttls" or (port == 587 and tls != "none"))
+    return Email(
+        "smtp", parts.hostname, port, unquote(parts.username or ""), unquote(parts.password or ""),
+        starttls=starttls, ssl=parts.scheme == "smtps", sender=sender,
+    )  # fmt: skip
+
+
+def _public_url(env: Mapping[str, str], environment: str) -> str | None:
+    raw = (env.get("FOOTFALL_PUBLIC_URL") or "").strip()
+    if not raw:
+        return f"http://127.0.0.1:{LOCAL_PORTS['web']}" if environment == DEVELOPMENT_ENV else None
+    parts = urlsplit(raw)
+    if parts.scheme not in {"http", "https"} or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigError("FOOTFALL_PUBLIC_URL", "the dashboard's base URL, e.g. https://stats.example.com", raw)
+    return raw.rstrip("/")
 
 
 def _redis_shards(env: Mapping[str, str], name: str, redis_url: str) -> tuple[str, ...]:

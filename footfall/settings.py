@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "query",
     "api",
     "dashboard",
+    "alerts",
 ]
 
 MIDDLEWARE = [
@@ -167,6 +168,24 @@ CELERY_TIMEZONE = "UTC"
 # nightly jobs are scheduled by beat (no long ETAs), and 12 h covers the longest backfill.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
 CELERY_BEAT_SCHEDULE = SCHEDULE
+
+# Alert and report emails (footfall.config.Email, from EMAIL_URL).
+DEFAULT_FROM_EMAIL = FOOTFALL.email.sender
+SERVER_EMAIL = FOOTFALL.email.sender
+if FOOTFALL.email.backend == "file":
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = str(FOOTFALL.email.path)
+elif FOOTFALL.email.backend == "console":
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_HOST = FOOTFALL.email.host
+    EMAIL_PORT = FOOTFALL.email.port
+    EMAIL_HOST_USER = FOOTFALL.email.user
+    EMAIL_HOST_PASSWORD = FOOTFALL.email.password
+    EMAIL_USE_TLS = FOOTFALL.email.starttls
+    EMAIL_USE_SSL = FOOTFALL.email.ssl
+    EMAIL_TIMEOUT = 30
 
 LOGGING = {
     "version": 1,

@@ -125,6 +125,14 @@ def test_production_config_is_accepted() -> None:
         ("ARCHIVE_URL", "relative/dir"),
         ("ARCHIVE_URL", "ftp://host/dir"),
         ("FOOTFALL_EVENTS_TOPIC", "bad topic!"),
+        ("EMAIL_URL", "mail.example.com:25"),
+        ("EMAIL_URL", "smtp://mail.example.com:port"),
+        ("EMAIL_URL", "smtp://mail.example.com?tls=maybe"),
+        ("EMAIL_URL", "file://relative"),
+        ("EMAIL_FROM", "nobody"),
+        ("EMAIL_FROM", "a@b.example\nBcc: victim@example.com"),
+        ("FOOTFALL_PUBLIC_URL", "stats.example.com"),
+        ("FOOTFALL_PUBLIC_URL", "https://stats.example.com/?x=1"),
     ],
 )
 def test_bad_value_names_the_variable(variable: str, value: str) -> None:
@@ -244,3 +252,27 @@ def test_realtime_shards_default_to_redis_url_and_keep_their_order() -> None:
 def test_realtime_shards_refuse_other_schemes_and_repeats(urls: str) -> None:
     with pytest.raises(ConfigError, match=r"^FOOTFALL_REALTIME_REDIS_URLS: expected"):
         load_config({**LOCAL, "FOOTFALL_REALTIME_REDIS_URLS": urls}, BASE)
+
+
+def test_email_goes_to_files_in_development_and_to_smtp_as_configured() -> None:
+    local = load_config(LOCAL, BASE)
+    assert (local.email.backend, local.email.path) == ("file", BASE / "var" / "mail")
+    assert local.public_url == f"http://127.0.0.1:{LOCAL_PORTS['web']}"
+    prod = load_config(PROD, BASE)
+    assert (prod.email.backend, prod.email.host, prod.email.port) == ("smtp", "localhost", 25)
+    assert prod.public_url is None  # links in emails need FOOTFALL_PUBLIC_URL
+    env = {"EMAIL_URL": "smtp://alerts%40ex.com:p%3Ass@mail.ex.com:587", "EMAIL_FROM": "Stats <stats@ex.com>"}
+    cfg = load_config({**PROD, **env, "FOOTFALL_PUBLIC_URL": "https://stats.ex.com/"}, BASE)
+    assert (cfg.email.user, cfg.email.password, cfg.email.starttls, cfg.email.ssl) == (
+        "alerts@ex.com",
+        "p:ss",
+        True,
+        False,
+    )
+    assert "p:ss" not in repr(cfg.email)
+    assert cfg.email.sender == "Stats <stats@ex.com>"
+    assert cfg.public_url == "https://stats.ex.com"
+    tls = load_config({**PROD, "EMAIL_URL": "smtps://mail.ex.com"}, BASE).email
+    assert (tls.port, tls.ssl, tls.starttls) == (465, True, False)
+    plain = load_config({**PROD, "EMAIL_URL": "smtp://relay.internal:587?tls=none"}, BASE).email
+    assert plain.starttls is False
