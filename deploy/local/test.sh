@@ -3,6 +3,8 @@
 # and state directory (so it never touches a running demo), runs ruff, Django's checks and
 # the whole pytest suite against the real services, then stops the stack.
 # Extra arguments go to pytest, e.g. deploy/local/test.sh -m "not integration".
+# FOOTFALL_TEST_SERVICES narrows the services started for a focused run (e.g. "redis mongo
+# kafka" for tests needing only those); unset, the whole stack starts, as the full suite needs.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -26,14 +28,15 @@ cleanup() {
 trap cleanup EXIT
 
 started=$(date +%s)
-"$py" -m deploy.local.stack start redis redis-shards mongo kafka spark chromium spark-cluster minio deploy-tools
+# shellcheck disable=SC2086 # a list of service names
+"$py" -m deploy.local.stack start ${FOOTFALL_TEST_SERVICES:-redis redis-shards mongo kafka spark chromium spark-cluster minio deploy-tools}
 eval "$("$py" -m deploy.local.stack env)"
 echo "services up in $(( $(date +%s) - started ))s"
 
 "$py" -m ruff check .
 # The architecture's import contracts (pyproject.toml [tool.importlinter]) and repeated code.
 "$venv/bin/lint-imports"
-"$py" -m pylint --score=n footfall collector realtime historical archive spark_jobs query api dashboard \
+"$py" -m pylint --score=n footfall collector realtime historical archive spark_jobs query api dashboard alerts \
   host/footfall_capture deploy
 "$py" manage.py check
 # The static files WhiteNoise serves to the tests' live servers (admin, Swagger UI).
