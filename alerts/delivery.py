@@ -51,7 +51,8 @@ TIMESTAMP_HEADER = "X-Footfall-Timestamp"
 DELIVERY_HEADER = "X-Footfall-Delivery"
 RETRIED_STATUSES = frozenset({408, 429})  # 4xx answers that mean "later", not "never"
 MAX_RETRY_AFTER_S = 3600.0  # a receiver's Retry-After is honoured up to this
-ERROR_CHARS = 2000  # of an error or a response body kept in last_error
+ERROR_CHARS = 2000  # of an error kept in last_error
+RESPONSE_EXCERPT_BYTES = 300  # of a refusing receiver's body kept in last_error
 USER_AGENT = "Footfall-Alerts/1"
 
 
@@ -183,8 +184,12 @@ def post_webhook(url: str, secret: str, body: bytes, delivery_id: int, *, timest
     }
     timeout = httpx.Timeout(settings.ALERT_WEBHOOK_TIMEOUT_SECONDS)
     try:
-        with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
-            response = client.post(url, content=body, headers=headers)
+        # HTTP(S)_PROXY and NO_PROXY apply (trust_env), as operators behind an egress proxy need.
+        with (
+            httpx.Client(timeout=timeout, follow_redirects=False) as client,
+            client.stream("POST", url, content=body, headers=headers) as response,
+        ):
+            excerpt = _excerpt(response)
     except httpx.TimeoutException as exc:
         raise DeliveryError(f"timed out: {type(exc).__name__}: {exc}", retry=True) from exc
     except httpx.HTTPError as exc:  # connection refused, DNS, TLS, protocol errors
@@ -194,7 +199,6 @@ def post_webhook(url: str, secret: str, body: bytes, delivery_id: int, *, timest
     status = response.status_code
     if 200 <= status < 300:
         return status
-    excerpt = response.text[:300].strip()
     if 300 <= status < 400:
         where = response.headers.get("Location", "")
         raise DeliveryError(f"HTTP {status} redirect to {where[:200]!r} not followed", retry=False, status=status)
@@ -205,6 +209,19 @@ def post_webhook(url: str, secret: str, body: bytes, delivery_id: int, *, timest
         status=status,
         retry_after=_retry_after(response.headers.get("Retry-After")) if retry else None,
     )
+
+
+def _excerpt(response: httpx.Response) -> str:
+    """The start of ``response``'s body for the delivery log; the rest is never read, so a
+    receiver answering with a huge body costs the worker nothing."""
+    if 200 <= response.status_code < 300:
+        return ""
+    head = b""
+    for chunk in response.iter_bytes():
+        head += chunk
+        if len(head) >= RESPONSE_EXCERPT_BYTES:
+            break
+    return head[:RESPONSE_EXCERPT_BYTES].decode(response.encoding or "utf-8", errors="replace").strip()
 
 
 def _retry_after(value: str | None) -> float | None:

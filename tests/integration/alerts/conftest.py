@@ -121,14 +121,16 @@ class Receiver:
     """An HTTP server answering each POST with the next scripted status (the last repeats)."""
 
     statuses: list[int]
+    delays: list[float] = field(default_factory=list)  # seconds before answering request i
     url: str = ""
     requests: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def answer(self) -> int:
+    def answer(self) -> tuple[int, float]:
+        """The status and the delay of the latest request's answer."""
         with self.lock:
-            index = min(len(self.requests) - 1, len(self.statuses) - 1)
-            return self.statuses[index]
+            n = len(self.requests) - 1
+            return self.statuses[min(n, len(self.statuses) - 1)], self.delays[n] if n < len(self.delays) else 0.0
 
 
 @pytest.fixture
@@ -136,21 +138,24 @@ def receiver() -> Iterator[callable]:
     """``receiver(*statuses)`` starts an HTTP receiver on a free port; stopped afterwards."""
     servers: list[ThreadingHTTPServer] = []
 
-    def start(*statuses: int) -> Receiver:
-        state = Receiver(list(statuses) or [204])
+    def start(*statuses: int, delays: tuple[float, ...] = ()) -> Receiver:
+        state = Receiver(list(statuses) or [204], list(delays))
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with state.lock:
                     state.requests.append(Received(dict(self.headers.items()), body, time.monotonic()))
-                status = state.answer()
+                status, delay = state.answer()
+                time.sleep(delay)
                 self.send_response(status)
                 if 300 <= status < 400:
                     self.send_header("Location", state.url + "elsewhere")
-                self.send_header("Content-Length", "2")
+                # A refusal comes with a long explanation, of which the log keeps the start.
+                answer = b"ok" if status < 300 else b"refused: " + b"x" * 100_000
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(b"no" if status >= 300 else b"ok")
+                self.wfile.write(answer)
 
             def log_message(self, *args: object) -> None:  # quiet test output
                 pass
@@ -168,15 +173,16 @@ def receiver() -> Iterator[callable]:
 
 
 class Mailbox:
-    """aiosmtpd handler keeping each message it accepts; refuses recipients it is told to."""
+    """aiosmtpd handler keeping each message it accepts; answers a recipient's first RCPTs
+    with the replies it is given for that address (refusals), then accepts it."""
 
-    def __init__(self, refuse: dict[str, str] | None = None) -> None:
+    def __init__(self, refuse: dict[str, list[str]] | None = None) -> None:
         self.messages: list[EmailMessage] = []
         self.refuse = refuse or {}
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options) -> str:
-        if address in self.refuse:
-            return self.refuse[address]
+        if self.refuse.get(address):
+            return self.refuse[address].pop(0)
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
@@ -188,7 +194,8 @@ class Mailbox:
 @pytest.fixture
 def smtp(settings) -> Iterator[Mailbox]:
     """A local SMTP server, and Django's email settings pointed at it."""
-    mailbox = Mailbox(refuse={"nobody@example.com": "550 5.1.1 no such user"})
+    refusals = {"nobody@example.com": ["550 5.1.1 no such user"] * 10, "busy@example.com": ["451 4.3.0 try later"]}
+    mailbox = Mailbox(refuse=refusals)
     controller = Controller(mailbox, hostname="127.0.0.1", port=free_port())
     controller.start()
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"

@@ -66,6 +66,16 @@ def test_a_permanently_refused_recipient_fails_at_once(site, smtp, worker) -> No
     assert smtp.messages == []
 
 
+def test_a_temporary_smtp_refusal_is_retried(site, smtp, worker) -> None:
+    """An SMTP 451 for the recipient is tried again; the second attempt delivers."""
+    channel = Channel.objects.create(site=site, name="busy", kind=EMAIL, email="busy@example.com")
+    [delivery] = episode_changed(make_episode(channel), "opened")
+    assert worker.wait_final() == ["SUCCESS"]
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (Delivery.SENT, 2)
+    assert [m["To"] for m in smtp.messages] == ["busy@example.com"]
+
+
 def test_the_webhook_is_signed_with_the_channel_secret(site, receiver, worker) -> None:
     """The signature verifies with the channel's secret, not with another; the body is the schema."""
     hook = receiver(200)
@@ -127,6 +137,20 @@ def test_a_refusal_or_redirect_is_not_retried(site, receiver, worker, status: in
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.response_status) == (Delivery.FAILED, 1, status)
     assert f"HTTP {status}" in delivery.last_error
+    if status >= 400:
+        assert "refused: xxx" in delivery.last_error
+        assert len(delivery.last_error) < 400  # the start of a 100 kB answer
+
+
+def test_a_receiver_slower_than_the_timeout_is_retried(site, receiver, worker, settings) -> None:
+    """A timeout is an attempt that failed for now: the next one, answered in time, delivers."""
+    settings.ALERT_WEBHOOK_TIMEOUT_SECONDS = 0.5
+    hook = receiver(200, delays=(2.0, 0.0))
+    [delivery] = episode_changed(make_episode(webhook_channel(site, hook.url)), "opened")
+    assert worker.wait_final() == ["SUCCESS"]
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == (Delivery.SENT, 2, 200)
+    assert len(hook.requests) == 2
 
 
 def test_429_is_retried(site, receiver, worker) -> None:
