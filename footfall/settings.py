@@ -187,6 +187,13 @@ else:
     EMAIL_USE_SSL = FOOTFALL.email.ssl
     EMAIL_TIMEOUT = 30
 
+# Alert deliveries (alerts/delivery.py): attempts per message, the wait after the first
+# failed one (doubled after each, with jitter: 30 s, 1 min, 2 min, 4 min), and how long a
+# webhook receiver may take to answer.
+ALERT_DELIVERY_ATTEMPTS = 5
+ALERT_DELIVERY_BACKOFF_SECONDS = 30.0
+ALERT_WEBHOOK_TIMEOUT_SECONDS = 10.0
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
