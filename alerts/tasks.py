@@ -1,4 +1,5 @@
-"""Celery tasks of alerts and reports: thin wrappers around the domain functions.
+"""Celery tasks of alerts and reports: thin wrappers around the domain functions (found by
+autodiscovery; periodic ones scheduled in :mod:`footfall.celery_schedule`).
 
 ``send_delivery`` is queued by :mod:`alerts.notify` (by name) once an episode's change
 commits; it makes one attempt through :func:`alerts.delivery.send` and, when that asks for
@@ -9,13 +10,24 @@ Delivery row, so a redelivered message neither resets it nor sends twice).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from celery import Task, shared_task
 
 from alerts import delivery
+from alerts.checks import run_checks
 from alerts.models import Delivery
 
 log = logging.getLogger(__name__)
+
+
+@shared_task(acks_late=True)
+def check_alerts() -> dict[str, int]:
+    """Check every enabled alert rule once (beat: every minute); counts of what was done.
+
+    Safe to run twice (late acknowledgement redelivers it after a lost worker): a rule has at
+    most one open episode and an episode event at most one delivery per channel."""
+    return dict(Counter(outcome.action for outcome in run_checks()))
 
 
 @shared_task(bind=True, name="alerts.tasks.send_delivery", max_retries=None, ignore_result=True)

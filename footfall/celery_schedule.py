@@ -10,6 +10,8 @@ entry                      when             what
 ``realtime-housekeeping``  every minute     realtime retention: drop heartbeats of workers gone
                                             for a day (counters expire by TTL), record health
 ``replay-spool``           every 5 minutes  replay events spooled by collectors that are gone
+``check-alerts``           every minute     check every enabled alert rule, open and resolve
+                                            episodes, re-queue lost deliveries
 =========================  ===============  =================================================
 
 ``expires`` drops a run that could not start before the next one is due, so a backlog
@@ -40,5 +42,10 @@ SCHEDULE = {
         "task": "collector.tasks.replay_spool",
         "schedule": 300.0,
         "options": {"expires": 290},
+    },
+    "check-alerts": {
+        "task": "alerts.tasks.check_alerts",
+        "schedule": 60.0,
+        "options": {"expires": 50},
     },
 }

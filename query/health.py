@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import pymongo
 import redis
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pymongo import DESCENDING
 from pymongo.database import Database
@@ -71,11 +71,51 @@ class PipelineHealth:
             self._lag = (time.monotonic(), value)
             return dict(value)
 
+    def realtime_lag_s(self, now_ms: int | None = None) -> float:
+        """How far behind the log the speed layer is, in seconds: the age of the oldest event
+        the realtime group has not processed yet (0 when it has processed everything). Unlike
+        a count of messages, this grows while the workers are stopped however quiet the
+        sites are, and means the same on a busy log and a quiet one (raises if Kafka is down)."""
+        oldest = oldest_pending_ms(self.cfg, REALTIME_GROUP, self.cfg.events_topic)
+        if oldest is None:
+            return 0.0
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return max(0.0, (now_ms - oldest) / 1000)
+
     def batch_days(self, site_id: str, days: int) -> tuple[list[dict], list[dict]]:
         """The newest ``days`` rollup runs and reconciliation records of a site (raises if Mongo is down)."""
         runs = list(self.db[RUNS].find({"site_id": site_id}).sort("day", DESCENDING).limit(days))
         drift = list(self.db[RECONCILIATION].find({"site_id": site_id}).sort("day", DESCENDING).limit(days))
         return runs, drift
+
+
+def oldest_pending_ms(cfg: Config, group: str, topic: str, timeout_s: float = 10.0) -> int | None:
+    """The log time (ms) of the oldest message of ``topic`` that ``group`` has not committed,
+    None when it has committed every partition to its end. Reads one message per partition
+    behind, at the group's committed offset, without joining the group or committing."""
+    consumer = Consumer(
+        client_config(cfg.kafka, **{"group.id": group, "enable.auto.commit": False, "enable.partition.eof": False})
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions
+        committed = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout_s)
+        behind = []
+        for tp in committed:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=timeout_s)
+            start = tp.offset if tp.offset >= 0 else low
+            if start < high:
+                behind.append(TopicPartition(topic, tp.partition, max(start, low)))
+        oldest: int | None = None
+        for tp in behind:  # one partition at a time: each answers with its own first message
+            consumer.assign([tp])
+            msg = consumer.poll(timeout_s)
+            if msg is None or msg.error() is not None:
+                raise KafkaException(f"no message at {topic}[{tp.partition}]@{tp.offset} within {timeout_s:.0f}s")
+            _, ts = msg.timestamp()
+            oldest = ts if oldest is None else min(oldest, ts)
+        return oldest
+    finally:
+        consumer.close()
 
 
 CHECK_TIMEOUT_S = 2.0  # a dead dependency cannot hang the health endpoint

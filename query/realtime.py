@@ -13,6 +13,7 @@ With several Redis shards every read goes to each of them and the answers are me
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -91,6 +92,17 @@ class Engagement:
 
     engaged_ms: int
     reports: int
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    """A z-score read by :meth:`RealtimeQueries.trend`: the strongest value (``value`` ""
+    for the whole site), None when nothing was counted; ``active_blocks`` of the baseline's
+    ``blocks`` had any hit of the site (the detector needs 3 before it judges anything)."""
+
+    rising: Rising | None
+    active_blocks: int
+    blocks: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,6 +460,38 @@ class RealtimeQueries:
             lambda pipe: self._queue_rising(pipe, site, dim, now_ms, recent_minutes, baseline_minutes, limit)
         )
 
+    def trend(
+        self,
+        site: str,
+        dim: str,
+        now_ms: int,
+        recent_minutes: int,
+        baseline_minutes: int,
+        *,
+        value: str | None = None,
+        whole_site: bool = False,
+    ) -> Trend:
+        """The trend detector's z-score (:mod:`realtime.trends`) of the strongest value of
+        ``dim`` now, of the one ``value``, or of the whole site's page views (``whole_site``,
+        read from the ``page`` counters), however small: unlike :meth:`rising` nothing is
+        left out for being noise. One round trip."""
+        if whole_site and value is not None:
+            raise QueryError("value", "a trend is of the whole site or of one value, not both")
+
+        def rank(recent: dict[str, int], baseline: dict[str, list[int]], blocks: int) -> Trend:
+            if whole_site:
+                recent = {"": sum(recent.values())}
+                baseline = {"": [sum(hits[i] for hits in baseline.values()) for i in range(blocks)]}
+            elif value is not None:
+                recent = {value: recent.get(value, 0)}
+            active = sum(1 for i in range(blocks) if any(hits[i] for hits in baseline.values()))
+            found = rank_rising(recent, baseline, blocks, min_recent=0, limit=1, min_z=-math.inf)
+            return Trend(found[0] if found else None, active, blocks)
+
+        return self._run(
+            lambda pipe: self._queue_rising(pipe, site, dim, now_ms, recent_minutes, baseline_minutes, rank=rank)
+        )
+
     def _queue_rising(
         self,
         pipe: Pipeline,
@@ -457,7 +501,8 @@ class RealtimeQueries:
         recent_minutes: int = 10,
         baseline_minutes: int = 180,
         limit: int = 10,
-    ) -> Parse[list[Rising]]:
+        rank: Callable[[dict[str, int], dict[str, list[int]], int], T] | None = None,
+    ) -> Parse[list[Rising]] | Parse[T]:
         _check_dim(dim)
         if baseline_minutes % recent_minutes:
             raise QueryError("baseline_minutes", "must be a multiple of recent_minutes")
@@ -477,7 +522,7 @@ class RealtimeQueries:
                 minutes = range(key[3], key[3] + recent_minutes)
                 pipe.zunion([self.layout.top(site, m, dim) for m in minutes], withscores=True)
 
-        def parse(raw: Iterator[Any]) -> list[Rising]:
+        def parse(raw: Iterator[Any]) -> Any:
             sums: list[dict[str, int]] = []
             for index, (key, block) in enumerate(zip(keys, known, strict=True)):
                 if block is None:
@@ -489,6 +534,8 @@ class RealtimeQueries:
             for index, block in enumerate(sums[:blocks]):
                 for value, hits in block.items():
                     baseline[value][index] = hits
+            if rank is not None:
+                return rank(sums[blocks], dict(baseline), blocks)
             return rank_rising(sums[blocks], baseline, blocks, limit=limit)
 
         return parse

@@ -260,8 +260,13 @@ def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
     assert retention["task"] == "realtime.tasks.realtime_housekeeping"
     assert retention["schedule"] == 60.0
     assert schedule["replay-spool"]["schedule"] == 300.0
+    assert (schedule["check-alerts"]["task"], schedule["check-alerts"]["schedule"]) == (
+        "alerts.tasks.check_alerts",
+        60.0,
+    )
     # Every entry names a registered, late-acknowledged task, and expires before its next run.
-    periods = {"nightly-rollup": 86_400, "compact-archive": 3600, "realtime-housekeeping": 60, "replay-spool": 300}
+    periods = {"nightly-rollup": 86_400, "compact-archive": 3600, "realtime-housekeeping": 60, "replay-spool": 300,
+               "check-alerts": 60}  # fmt: skip
     for name, entry in schedule.items():
         task = app.tasks[entry["task"]]
         assert task.acks_late, name
