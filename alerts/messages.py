@@ -37,6 +37,7 @@ TOP_ROWS = 10  # rows of top referrers and pages a message lists at most
 
 KIND_LABELS = dict(RULE_KINDS)
 METRIC_LABELS = {
+    "z_score": "spreads above the usual (z-score)",
     "visitors": "visitors",
     "conversions": "conversions",
     "lag_s": "seconds of lag",

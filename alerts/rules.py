@@ -28,7 +28,7 @@ SPIKE, DROP, GOAL, REALTIME_LAG, ARCHIVER_LAG, ROLLUP, DRIFT = (
 HYSTERESIS = 0.1
 BELOW_KINDS = frozenset({DROP, GOAL})
 METRICS = {
-    SPIKE: "visitors",
+    SPIKE: "z_score",  # a spike's value and threshold are spreads above the usual; "recent"/"usual" the counts
     DROP: "visitors",
     GOAL: "conversions",
     REALTIME_LAG: "lag_s",

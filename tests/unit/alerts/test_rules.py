@@ -65,7 +65,7 @@ def test_spike_details_follow_the_contract() -> None:
                "top_pages": [{"value": "/pricing", "visitors": 100}], "series": series_points([(t, 3.0)])},
     )  # fmt: skip
     got = details(rule("spike", 3, window_minutes=10, scope="page"), reading, "/dashboard/?site=s1")
-    assert got["metric"] == "visitors"
+    assert got["metric"] == "z_score"
     assert got["value"] == 6.25
     assert got["threshold"] == 3.0
     assert got["window_minutes"] == 10
