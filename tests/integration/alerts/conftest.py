@@ -40,10 +40,13 @@ def spike_details(top_referrer: str = "news.ycombinator.com") -> dict:
         for i in range(72)
     ]
     return {
-        "summary": "Visitors jumped to 960 in 30 minutes, 5.2 standard deviations above the hours before",
-        "metric": "visitors",
-        "value": 960.0,
+        "summary": "Traffic spike on the site: 960 page views in the last 30 min against a usual 180, z-score 5.2 "
+        "(alert at 3).",
+        "metric": "z_score",
+        "value": 5.2,
         "threshold": 3.0,
+        "recent": 960,
+        "usual": 180.0,
         "window_minutes": 30,
         "subject": "site",
         "top_referrers": [{"value": top_referrer, "visitors": 720}, {"value": "t.co", "visitors": 40}],
