@@ -10,6 +10,8 @@ entry                      when             what
 ``realtime-housekeeping``  every minute     realtime retention: drop heartbeats of workers gone
                                             for a day (counters expire by TTL), record health
 ``replay-spool``           every 5 minutes  replay events spooled by collectors that are gone
+``send-reports``           hh:07 hourly     weekly and monthly email reports due (each sent once;
+                                            a site's report waits for its rollup, see docs/alerts.md)
 =========================  ===============  =================================================
 
 ``expires`` drops a run that could not start before the next one is due, so a backlog
@@ -40,5 +42,10 @@ SCHEDULE = {
         "task": "collector.tasks.replay_spool",
         "schedule": 300.0,
         "options": {"expires": 290},
+    },
+    "send-reports": {
+        "task": "alerts.tasks.send_reports",
+        "schedule": crontab(minute=7),
+        "options": {"expires": 3000},
     },
 }
