@@ -44,9 +44,9 @@ class Inbox:
         self.lock = threading.Lock()
 
     async def handle_DATA(self, server: object, session: object, envelope: object) -> str:
-        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)  # type: ignore[attr-defined]
+        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
         with self.lock:
-            self.messages.append(parsed)  # type: ignore[arg-type]
+            self.messages.append(parsed)
         return "250 OK"
 
 
