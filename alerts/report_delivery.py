@@ -122,8 +122,11 @@ def deliver(subscription: ReportSubscription, period: Period, rendered: Rendered
         .exclude(status=Delivery.SENT)
         .update(attempts=F("attempts") + 1)
     )
-    still_subscribed = ReportSubscription.objects.filter(pk=subscription.pk, unsubscribed_at__isnull=True).exists()
-    if not claimed or not still_subscribed:
+    if not claimed:
+        return None
+    if not ReportSubscription.objects.filter(pk=subscription.pk, unsubscribed_at__isnull=True).exists():
+        # Unsubscribed while this run was on its way: recorded, never sent (nor retried).
+        Delivery.objects.filter(pk=delivery.pk).update(status=Delivery.FAILED, last_error="unsubscribed before sending")
         return None
     try:
         message(rendered, subscription.email, subscription).send()
