@@ -9,6 +9,7 @@ Delivery row, so a redelivered message neither resets it nor sends twice).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections import Counter
 
@@ -17,6 +18,7 @@ from celery import Task, shared_task
 from alerts import delivery
 from alerts.checks import run_checks
 from alerts.models import Delivery
+from alerts.report_delivery import send_due_reports
 
 log = logging.getLogger(__name__)
 
@@ -41,3 +43,15 @@ def send_delivery(self: Task, delivery_id: int) -> str:
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
     return outcome.status
+
+
+@shared_task(name="alerts.tasks.send_reports", acks_late=True, ignore_result=True)
+def send_reports(now: str | None = None) -> dict[str, list[str]]:
+    """Send the weekly and monthly reports due at ``now`` (ISO 8601 with an offset; default the
+    current time), each once (``alerts.report_delivery``); returns what was sent, deferred or failed.
+
+    Safe to run twice (late acknowledgement): a report's Delivery row is claimed once per period."""
+    moment = dt.datetime.now(dt.UTC) if now is None else dt.datetime.fromisoformat(now)
+    if moment.tzinfo is None:
+        raise ValueError(f"now must carry a UTC offset, e.g. 2026-11-23T08:00:00+00:00, not {now!r}")
+    return send_due_reports(moment).as_dict()

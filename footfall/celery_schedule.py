@@ -12,6 +12,8 @@ entry                      when             what
 ``replay-spool``           every 5 minutes  replay events spooled by collectors that are gone
 ``check-alerts``           every minute     check every enabled alert rule, open and resolve
                                             episodes, re-queue lost deliveries
+``send-reports``           hh:07 hourly     weekly and monthly email reports due (each sent once;
+                                            a site's report waits for its rollup, see docs/alerts.md)
 =========================  ===============  =================================================
 
 ``expires`` drops a run that could not start before the next one is due, so a backlog
@@ -47,5 +49,10 @@ SCHEDULE = {
         "task": "alerts.tasks.check_alerts",
         "schedule": 60.0,
         "options": {"expires": 50},
+    },
+    "send-reports": {
+        "task": "alerts.tasks.send_reports",
+        "schedule": crontab(minute=7),
+        "options": {"expires": 3000},
     },
 }

@@ -9,5 +9,6 @@ urlpatterns = [
     path("", include("collector.urls")),
     path("api/v1/", include("api.urls")),
     path("dashboard/", include("dashboard.urls")),
+    path("alerts/", include("alerts.urls")),
     path("", RedirectView.as_view(url="/dashboard/", permanent=False)),
 ]

@@ -264,9 +264,12 @@ def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
         "alerts.tasks.check_alerts",
         60.0,
     )
+    reports = cron("send-reports")
+    assert schedule["send-reports"]["task"] == "alerts.tasks.send_reports"
+    assert (reports.hour, reports.minute) == (set(range(24)), {7})
     # Every entry names a registered, late-acknowledged task, and expires before its next run.
     periods = {"nightly-rollup": 86_400, "compact-archive": 3600, "realtime-housekeeping": 60, "replay-spool": 300,
-               "check-alerts": 60}  # fmt: skip
+               "check-alerts": 60, "send-reports": 3600}  # fmt: skip
     for name, entry in schedule.items():
         task = app.tasks[entry["task"]]
         assert task.acks_late, name
