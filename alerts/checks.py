@@ -152,7 +152,9 @@ def _open(rule: AlertRule, spec: RuleSpec, reading: Reading, now: dt.datetime) -
 
 def requeue_pending(now: dt.datetime) -> int:
     """Queue again the deliveries recorded over :data:`REQUEUE_AFTER` ago and never attempted."""
-    lost = list(Delivery.objects.filter(status=Delivery.PENDING, attempts=0, created_at__lt=now - REQUEUE_AFTER))
+    # Episode messages only: a report's delivery is retried by the reports' own run (alerts.report_delivery).
+    pending = Delivery.objects.filter(status=Delivery.PENDING, attempts=0, channel__isnull=False)
+    lost = list(pending.filter(created_at__lt=now - REQUEUE_AFTER))
     for delivery in lost:
         notify.queue(delivery)
     if lost:
