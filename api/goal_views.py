@@ -34,7 +34,8 @@ MANAGE_ERRORS = {
 }
 
 
-def _require_manage(request: Request) -> None:
+def require_manage(request: Request) -> None:
+    """Refuse (403) a key without the manage scope: every change of a site's definitions needs it."""
     key: ApiKey = request.auth
     if MANAGE_SCOPE not in key.scopes:
         raise PermissionDenied("this API key has no manage scope")
@@ -109,7 +110,7 @@ class GoalsView(SiteView):
         responses={201: s.GoalSerializer, **MANAGE_ERRORS},
     )
     def post(self, request: Request, site_id: str) -> Response:
-        _require_manage(request)
+        require_manage(request)
         body = _body(request)
         key: ApiKey = request.auth
         fields = {f: _text(body, f, required=f in ("name", "kind")) for f in GOAL_FIELDS}
@@ -131,7 +132,7 @@ class GoalView(SiteView):
         responses={204: None, **MANAGE_ERRORS},
     )
     def delete(self, request: Request, site_id: str, goal_id: int) -> Response:
-        _require_manage(request)
+        require_manage(request)
         goal = Goal.objects.filter(site_id=site_id, pk=goal_id).first()
         if goal is None:
             raise Http404("no such goal")
@@ -173,7 +174,7 @@ class FunnelsView(SiteView):
         responses={201: s.FunnelSerializer, **MANAGE_ERRORS},
     )
     def post(self, request: Request, site_id: str) -> Response:
-        _require_manage(request)
+        require_manage(request)
         body = _body(request)
         key: ApiKey = request.auth
         steps = body.get("steps")
@@ -219,7 +220,7 @@ class FunnelView(SiteView):
         responses={204: None, **MANAGE_ERRORS},
     )
     def delete(self, request: Request, site_id: str, funnel_id: int) -> Response:
-        _require_manage(request)
+        require_manage(request)
         deleted, _ = Funnel.objects.filter(site_id=site_id, pk=funnel_id).delete()
         if not deleted:
             raise Http404("no such funnel")

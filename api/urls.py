@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api import goal_views, views
+from api import alert_views, goal_views, views
 from api.errors import not_found
 
 app_name = "api"
@@ -30,6 +30,17 @@ urlpatterns = [
     path(SITE + "goals/<int:goal_id>", goal_views.GoalView.as_view(), name="goal"),
     path(SITE + "funnels", goal_views.FunnelsView.as_view(), name="funnels"),
     path(SITE + "funnels/<int:funnel_id>", goal_views.FunnelView.as_view(), name="funnel"),
+    path(SITE + "alerts/rules", alert_views.RulesView.as_view(), name="alert-rules"),
+    path(SITE + "alerts/rules/<int:rule_id>", alert_views.RuleView.as_view(), name="alert-rule"),
+    path(SITE + "alerts/channels", alert_views.ChannelsView.as_view(), name="alert-channels"),
+    path(SITE + "alerts/channels/<int:channel_id>", alert_views.ChannelView.as_view(), name="alert-channel"),
+    path(SITE + "alerts/episodes", alert_views.EpisodesView.as_view(), name="alert-episodes"),
+    path(SITE + "reports/subscriptions", alert_views.SubscriptionsView.as_view(), name="report-subscriptions"),
+    path(
+        SITE + "reports/subscriptions/<int:subscription_id>",
+        alert_views.SubscriptionView.as_view(),
+        name="report-subscription",
+    ),
     # Last: anything else under the API answers a JSON 404 (documented), never an HTML page.
     re_path(r"^", not_found, name="not-found"),
 ]

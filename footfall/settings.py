@@ -143,7 +143,13 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # One name for the metric choices (a parameter and a response field share them); without
     # it the schema check warns (drf_spectacular.W001), so `check --deploy` is not clean.
-    "ENUM_NAME_OVERRIDES": {"MetricEnum": "footfall.vocabulary.METRICS"},
+    # Goals, alert rules and channels each have a `kind` of their own choices: one name each.
+    "ENUM_NAME_OVERRIDES": {
+        "MetricEnum": "footfall.vocabulary.METRICS",
+        "GoalKindEnum": ["page", "event"],
+        "AlertRuleKindEnum": "alerts.models.RULE_KINDS",
+        "ChannelKindEnum": ["email", "webhook"],
+    },
 }
 
 # The cache holds the API's per-key rate-limit counters, shared by every web process; it

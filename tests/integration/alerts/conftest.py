@@ -1,5 +1,6 @@
-"""Fixtures for delivery tests: a Celery worker on the test stack's Redis broker, an SMTP
-server (aiosmtpd) and an HTTP receiver answering as scripted, all started by the test.
+"""Fixtures of the alert tests: sites with keys (read, and read + manage) in the test database;
+for delivery tests a Celery worker on the test stack's Redis broker, an SMTP server (aiosmtpd)
+and an HTTP receiver answering as scripted, all started by the test.
 
 The worker runs in a thread of the test process, so it reads the same test database and
 the settings a test overrides (the retry backoff); tests using it need
@@ -9,6 +10,7 @@ the settings a test overrides (the retry backoff); tests using it need
 from __future__ import annotations
 
 import datetime as dt
+import json
 import queue
 import threading
 import time
@@ -23,10 +25,12 @@ import pytest
 from aiosmtpd.controller import Controller
 from celery.contrib.testing.worker import start_worker
 from celery.signals import task_postrun
+from django.test import Client
 
 from alerts.models import SPIKE, WEBHOOK, AlertRule, Channel, Episode
 from footfall.celery_app import app
 from footfall.models import Site
+from tests.integration.api.conftest import SiteKey, make_site, other_site_key, site_key  # noqa: F401 - fixtures
 from tests.ports import free_port
 
 FINAL_TIMEOUT_S = 60.0
@@ -207,3 +211,18 @@ def smtp(settings) -> Iterator[Mailbox]:
     settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
     yield mailbox
     controller.stop()
+
+
+@pytest.fixture
+def manager(db: None) -> SiteKey:
+    """A site and a key that may read and change its definitions."""
+    return make_site(tz="UTC", scopes=("read", "manage"))
+
+
+def send(client: Client, sk: SiteKey, method: str, path: str, body: object = None):
+    """``method`` on ``/api/v1/sites/<sk's site>/<path>`` with ``sk``'s key and a JSON body."""
+    data = json.dumps(body) if body is not None else ""
+    return client.generic(
+        method, f"/api/v1/sites/{sk.site.site_id}/{path}", data, content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {sk.key}",
+    )  # fmt: skip
