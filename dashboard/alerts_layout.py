@@ -60,10 +60,10 @@ def error_id(form: str, field: str) -> str:
 
 
 def number(value: float | None) -> str:
-    """A figure as the page shows it: whole numbers with separators, others to two decimals."""
+    """A figure as the page shows it: whole numbers with separators, others to at most two decimals."""
     if value is None:
         return "—"
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}".rstrip("0")
 
 
 def threshold_text(rule: AlertRule) -> str:

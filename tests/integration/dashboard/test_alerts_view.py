@@ -150,7 +150,7 @@ def test_page_lists_the_rules_and_episodes_of_an_allowed_site(world: World) -> N
     assert (rules[1]["window"], rules[1]["enabled"], rules[1]["state"]) == ("—", "off", "ok")
     [opened] = body["alerts-open"]["data"]
     assert opened["summary"] == "/pricing is rising: 4.5 sigma over its usual level"
-    assert opened["value"] == "4.50 vs 3"
+    assert opened["value"] == "4.5 vs 3"
     assert opened["since"].endswith("(1 h 35 min ago)")
     [past] = body["alerts-past"]["data"]
     assert past["summary"] == "<img src=x onerror=alert(1)> was rising"  # a table cell: text, never markup

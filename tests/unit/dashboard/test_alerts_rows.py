@@ -17,7 +17,9 @@ from dashboard.layout import page_of
 XSS = "<img src=x onerror=alert(1)>"
 
 
-@pytest.mark.parametrize(("value", "shown"), [(None, "—"), (3.0, "3"), (12345, "12,345"), (0.125, "0.12")])
+@pytest.mark.parametrize(
+    ("value", "shown"), [(None, "—"), (3.0, "3"), (12345, "12,345"), (0.125, "0.12"), (2.5, "2.5")]
+)
 def test_number(value: float | None, shown: str) -> None:
     assert ui.number(value) == shown
 
@@ -35,7 +37,7 @@ def test_rule_texts_say_what_is_watched_and_what_the_threshold_means() -> None:
     assert ui.subject_text(AlertRule(kind="spike", threshold=3, scope="page")) == "any page"
     assert ui.subject_text(AlertRule(kind="drop", threshold=0.5)) == "the whole site"
     assert ui.subject_text(AlertRule(kind="archiver_lag", threshold=1000)) == "the pipeline"
-    assert ui.threshold_text(AlertRule(kind="drop", threshold=0.5)).startswith("0.50 — share of the usual")
+    assert ui.threshold_text(AlertRule(kind="drop", threshold=0.5)).startswith("0.5 — share of the usual")
 
 
 def test_webhook_urls_are_shown_by_host_only() -> None:
@@ -53,7 +55,7 @@ def test_episode_rows_keep_traffic_values_as_text_and_compare_with_the_threshold
     episode = Episode(pk=7, rule=rule, opened_at=opened, value=4.5, peak=6, details={"summary": XSS, "threshold": 2})
     [row] = ui.open_rows([episode], ZoneInfo("Europe/Berlin"), opened + dt.timedelta(minutes=90))
     assert row == {"id": 7, "rule": "r", "summary": XSS, "since": "2026-11-20 11:00 (1 h 30 min ago)",
-                   "value": "4.50 vs 2", "peak": "6", "delivered": "yes"}  # fmt: skip
+                   "value": "4.5 vs 2", "peak": "6", "delivered": "yes"}  # fmt: skip
     bare = Episode(pk=8, rule=rule, opened_at=opened, resolved_at=opened + dt.timedelta(hours=1), value=4, peak=5,
                    details="not a dict", suppressed=True)  # fmt: skip
     [past] = ui.past_rows([bare], ZoneInfo("UTC"))
