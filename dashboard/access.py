@@ -22,6 +22,10 @@ from query.service import SiteInfo
 ENVIRON_KEY = "footfall.dashboard.access"
 SESSION_SHARES = "footfall_share_links"  # ids of share links opened in this session
 DEFINITION_VIEW_PERMISSIONS = ("footfall_core.view_goal", "footfall_core.view_funnel")
+# Changing a site's alert settings on the Alerts page takes Django's model permission for the
+# change (add, change or delete of a rule, channel or subscription) on top of the site's grant.
+ALERT_MODELS = ("alertrule", "channel", "reportsubscription")
+ALERT_PERMISSIONS = tuple(f"footfall_alerts.{a}_{m}" for m in ALERT_MODELS for a in ("add", "change", "delete"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,9 @@ class Access:
     shared_revoked: bool = field(default=False)  # a share link of this session was revoked
     # May open the admin pages of goals and funnels (staff with the view permissions).
     definitions_admin: bool = False
+    # Sites granted to the signed-in user (staff: all), not merely opened through a share link.
+    granted: frozenset[str] = frozenset()
+    alert_permissions: frozenset[str] = frozenset()  # those of ALERT_PERMISSIONS the user holds
 
     @property
     def signed_in(self) -> bool:
@@ -58,6 +65,15 @@ class Access:
     def site(self, site_id: object) -> SiteChoice | None:
         """The allowed site ``site_id``, or None (not allowed, unknown or not a string)."""
         return next((s for s in self.sites if s.site_id == site_id), None)
+
+    def alerts_site(self, site_id: object) -> SiteChoice | None:
+        """The site ``site_id`` if its alert settings may be seen: signed in and granted the
+        site (a share link shows traffic, not who is alerted where); None otherwise."""
+        return self.site(site_id) if self.signed_in and site_id in self.granted else None
+
+    def may(self, permission: str) -> bool:
+        """Does the user hold ``permission`` (one of :data:`ALERT_PERMISSIONS`)?"""
+        return permission in self.alert_permissions
 
 
 def _choices(sites: Iterable[Site]) -> tuple[SiteChoice, ...]:
@@ -74,6 +90,7 @@ def access_for(request: HttpRequest) -> Access:
             sites.extend(Site.objects.all())
         else:
             sites.extend(a.site for a in SiteAccess.objects.filter(user=user).select_related("site"))
+    granted = frozenset(s.site_id for s in sites)
     share_ids = request.session.get(SESSION_SHARES, [])
     live = list(ShareLink.live().filter(id__in=share_ids).select_related("site"))  # expired ones drop out too
     sites.extend(link.site for link in live)
@@ -83,6 +100,8 @@ def access_for(request: HttpRequest) -> Access:
         staff=bool(user.is_authenticated and (user.is_staff or user.is_superuser)),
         shared_revoked=len(live) < len(share_ids),
         definitions_admin=bool(user.is_authenticated and user.is_staff and user.has_perms(DEFINITION_VIEW_PERMISSIONS)),
+        granted=granted,
+        alert_permissions=frozenset(p for p in ALERT_PERMISSIONS if user.is_authenticated and user.has_perm(p)),
     )
 
 

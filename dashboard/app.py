@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlencode
 from dash import Dash, Input, Output, ctx, html, no_update
 from django.conf import settings
 
-from dashboard import goals, health, history, layout, live, panels
+from dashboard import alerts, alerts_layout, goals, health, history, layout, live, panels
 from dashboard.access import current
 
 _lock = threading.Lock()
@@ -45,6 +45,7 @@ def create_app() -> Dash:
     history.register(app)
     goals.register(app)
     health.register(app)
+    alerts.register(app)
     return app
 
 
@@ -91,6 +92,8 @@ def _register_shell(app: Dash) -> None:
             return layout.history_page(panels.conversion_panels())
         if page == "health":
             return layout.health_page() if access.can_see_health else layout.health_refused()
+        if page == "alerts":
+            return alerts_layout.alerts_page() if access.signed_in else alerts_layout.alerts_refused()
         return layout.live_page()
 
     @app.callback(

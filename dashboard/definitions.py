@@ -22,7 +22,9 @@ TIMEOUT_S = 30.0
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dashboard-orm")
 
 
-def _in_worker(fn: Callable[[], T]) -> T:
+def in_worker(fn: Callable[[], T]) -> T:
+    """``fn()``'s result, computed on the ORM pool (callbacks of other pages use it too)."""
+
     def call() -> T:
         close_old_connections()
         try:
@@ -35,7 +37,7 @@ def _in_worker(fn: Callable[[], T]) -> T:
 
 def goal_specs(site_id: str) -> list[GoalSpec]:
     """The site's goals in the order they were created."""
-    return _in_worker(lambda: Goal.specs_by_site([site_id]).get(site_id, []))
+    return in_worker(lambda: Goal.specs_by_site([site_id]).get(site_id, []))
 
 
 def goal_spec(site_id: str, goal_id: object) -> GoalSpec | None:
@@ -45,4 +47,4 @@ def goal_spec(site_id: str, goal_id: object) -> GoalSpec | None:
 
 def funnel_specs(site_id: str) -> list[FunnelSpec]:
     """The site's funnels in the order they were created."""
-    return _in_worker(lambda: Funnel.specs_by_site([site_id]).get(site_id, []))
+    return in_worker(lambda: Funnel.specs_by_site([site_id]).get(site_id, []))

@@ -1,4 +1,5 @@
-"""The dashboard's layout: the page shell and the live, history and health pages.
+"""The dashboard's layout: the page shell and the live, history and health pages (the
+Alerts page is :mod:`dashboard.alerts_layout`).
 
 Pure component trees (no queries); callbacks fill them. Everything from traffic is placed as
 a component's text or a DataTable cell, both rendered as text by React.
@@ -22,7 +23,7 @@ from dashboard.ranges import PRESET_LABELS
 warnings.filterwarnings("ignore", message=r"\s*The dash_table.DataTable will be removed", category=DeprecationWarning)
 
 PREFIX = "/dashboard/"
-PAGES = {"live": "Live", "history": "History", "health": "Health"}
+PAGES = {"live": "Live", "history": "History", "health": "Health", "alerts": "Alerts"}
 LIVE_REFRESH_MS = 5_000
 HEALTH_REFRESH_MS = 15_000
 GRAPH_CONFIG = {"displayModeBar": False, "responsive": True}
@@ -120,7 +121,7 @@ def shell(access: Access) -> html.Div:
                         [
                             html.Span(
                                 dcc.Link(label, id=f"nav-{key}", href=href(key, first), className="nav-link"),
-                                hidden=key == "health" and not access.can_see_health,
+                                hidden=key in ("health", "alerts") and not access.can_see_health,
                             )
                             for key, label in PAGES.items()
                         ],

@@ -125,3 +125,25 @@ NO_PROPERTIES = (
     "No property of this event was counted on the settled days of this range: properties are listed once "
     "their day is rolled up, and only events sent with properties have any."
 )
+
+# The Alerts page.
+ALERTS_SIGNED_IN = (
+    "The Alerts page is for signed-in users granted this site (a share link shows traffic only). "
+    "Sign in, or ask an administrator to grant you the site."
+)
+ALERTS_CHOOSE_SITE = "Choose a site granted to you."
+NO_OPEN_EPISODES = "Nothing is firing: no rule of this site has an open episode."
+NO_PAST_EPISODES = "No episode of this site has resolved yet."
+NO_RULES = "No alert rule for this site yet."
+NO_CHANNELS = "No channel yet: add an email address or a webhook, then pick it in a rule."
+NO_SUBSCRIPTIONS = "Nobody receives this site's weekly or monthly report yet."
+ALERTS_READ_ONLY = (
+    "You can see this site's alert settings but not change them: that takes the Django permissions "
+    "to add, change or delete alert rules, channels and report subscriptions (ask an administrator)."
+)
+ALERTS_REFUSED = "Not allowed: changing this needs the “{permission}” permission (ask an administrator)."
+ALERTS_NOTHING_SELECTED = "Select one or more rows first."
+WEBHOOK_CREATED = (
+    "Channel “{name}” created. Its requests are signed with HMAC-SHA256 under this secret, shown once here "
+    "(staff can read it again in the admin): {secret}"
+)
