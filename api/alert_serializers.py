@@ -26,6 +26,11 @@ class TextField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+# Object ids are 64-bit integers on every database Django supports: a larger one is no id at all
+# (and would overflow the database driver instead of failing validation).
+_ID_MAX = 2**63 - 1
+
+
 class RuleInputSerializer(serializers.Serializer):
     """A rule as created (every field) or changed (PATCH: any subset)."""
 
@@ -41,12 +46,17 @@ class RuleInputSerializer(serializers.Serializer):
     value = TextField(
         required=False, allow_blank=True, max_length=512, help_text="spike rules: one page path or referrer domain"
     )
-    goal_id = serializers.IntegerField(required=False, allow_null=True, help_text="goal rules: a goal of the site")
+    goal_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=_ID_MAX, help_text="goal rules: a goal of the site"
+    )
     max_per_day = serializers.IntegerField(
         required=False, min_value=0, max_value=_SMALL_MAX, help_text="episodes delivered per UTC day (default 3)"
     )
     channels = serializers.ListField(
-        child=serializers.IntegerField(), required=False, max_length=100, help_text="channel ids of the site"
+        child=serializers.IntegerField(min_value=1, max_value=_ID_MAX),
+        required=False,
+        max_length=100,
+        help_text="channel ids of the site",
     )
     enabled = serializers.BooleanField(required=False, help_text="default true")
 

@@ -22,7 +22,6 @@ from dashboard.models import ShareLink, SiteAccess
 from footfall.models import Goal, Site
 
 PASSWORD = "correct horse battery staple 42"
-NOW = dt.datetime.now(dt.UTC)
 
 
 @dataclass
@@ -40,6 +39,7 @@ class World:
 def world(transactional_db: None) -> World:
     """Committed rows (the dashboard reads them on its own ORM threads): two sites, each with
     rules and episodes, channels, subscriptions and a goal."""
+    now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)  # the page counts whole minutes ago
     site = Site.objects.create(site_id="alerts-a", name="Shop", domains=["a.example"], timezone="Europe/Berlin")
     other = Site.objects.create(site_id="alerts-b", name="Blog", domains=["b.example"])
     channel = Channel.objects.create(site=site, name="ops mail", kind="email", email="ops@a.example")
@@ -51,12 +51,12 @@ def world(transactional_db: None) -> World:
     rule.channels.set([channel, hook])
     AlertRule.objects.create(site=site, name="Realtime lag", kind="realtime_lag", threshold=120, enabled=False)
     rising = {"summary": "/pricing is rising: 4.5 sigma over its usual level", "threshold": 3}
-    Episode.objects.create(rule=rule, opened_at=NOW - dt.timedelta(minutes=95), value=4.5, peak=6.25, details=rising)
-    Episode.objects.create(rule=rule, opened_at=NOW - dt.timedelta(days=2, hours=3),
-                           resolved_at=NOW - dt.timedelta(days=2, hours=1), value=3.5, peak=5, suppressed=True,
+    Episode.objects.create(rule=rule, opened_at=now - dt.timedelta(minutes=95), value=4.5, peak=6.25, details=rising)
+    Episode.objects.create(rule=rule, opened_at=now - dt.timedelta(days=2, hours=3),
+                           resolved_at=now - dt.timedelta(days=2, hours=1), value=3.5, peak=5, suppressed=True,
                            details={"summary": "<img src=x onerror=alert(1)> was rising"})  # fmt: skip
     other_rule = AlertRule.objects.create(site=other, name="Blog drop", kind="drop", threshold=0.5)
-    Episode.objects.create(rule=other_rule, opened_at=NOW - dt.timedelta(minutes=10), value=0.2, peak=0.1,
+    Episode.objects.create(rule=other_rule, opened_at=now - dt.timedelta(minutes=10), value=0.2, peak=0.1,
                            details={"summary": "Blog traffic fell to a fifth"})  # fmt: skip
     ReportSubscription.objects.create(site=site, email="boss@a.example", frequency="weekly")
     ReportSubscription.objects.create(site=other, email="editor@b.example", frequency="monthly")
