@@ -158,6 +158,8 @@ class StackConfig:
             "MONGO_URL": f"mongodb://127.0.0.1:{self.mongo_port}/",
             "FOOTFALL_DATA_DIR": str(self.state_dir / "data"),
             "FOOTFALL_WEB_PORT": str(self.web_port),
+            # Links in alert and report emails point at this stack's web server.
+            "FOOTFALL_PUBLIC_URL": f"http://127.0.0.1:{self.web_port}",
             # Where `stack start spark-cluster` runs its master (for cluster tests and jobs).
             "FOOTFALL_SPARK_CLUSTER": f"spark://127.0.0.1:{SparkCluster(self).port}",
             # The S3 server of `stack start minio` and its bucket. The archive stays local

@@ -17,6 +17,12 @@ eval "$("$py" -m deploy.local.stack env)"
 "$py" manage.py create_goal demo --name Pricing --page /pricing >/dev/null
 "$py" manage.py create_goal demo --name "Pro sign-up" --event signup --prop plan --value pro >/dev/null
 "$py" manage.py create_funnel demo --name "Pricing to pro" --step Pricing --step "Pro sign-up" >/dev/null
+# Its alert rules and a weekly report. Email goes to files, one per message, under the data
+# dir (EMAIL_URL's development default): nothing leaves the machine.
+"$py" manage.py create_alert demo --name "Traffic spike" --kind spike --threshold 3 --window 15 \
+  --email ops@demo.footfall.local --report weekly >/dev/null
+"$py" manage.py create_alert demo --name "Realtime lag" --kind realtime_lag --threshold 120 \
+  --email ops@demo.footfall.local >/dev/null
 key_file="$FOOTFALL_DATA_DIR/demo-api-key"
 if [ ! -s "$key_file" ]; then
   (umask 077; "$py" manage.py create_api_key demo --name demo-traffic --scope ingest --scope read > "$key_file")
@@ -61,6 +67,7 @@ Footfall is running (state in ${FOOTFALL_STATE_DIR:-$HOME/.local/state/footfall}
   Collector      POST http://127.0.0.1:${FOOTFALL_WEB_PORT}/collect, GET /p.gif, tracker /footfall.js
   Demo traffic   page views for site "demo" through the collector's batch API into Kafka
                  (API key with ingest+read scopes in $key_file)
+  Alert email    files under ${FOOTFALL_DATA_DIR}/mail (rules "Traffic spike", "Realtime lag"; a weekly report)
   Sizes, health  $py -m deploy.local.stack status
 Stop everything: deploy/local/down.sh
 MSG

@@ -337,10 +337,13 @@ def test_stack_config_rejects_bad_ports(env: dict[str, str], message: str) -> No
 
 
 def test_stack_environment_points_the_app_at_the_stack(tmp_path: Path) -> None:
-    cfg = StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_PORT": "29092"})
+    cfg = StackConfig.from_env({"FOOTFALL_STATE_DIR": str(tmp_path), "FOOTFALL_KAFKA_PORT": "29092",
+                                "FOOTFALL_WEB_PORT": "28000"})  # fmt: skip
     env = cfg.app_environment()
     assert env["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:29092"
     assert env["FOOTFALL_DATA_DIR"] == str(tmp_path / "data")
+    # Links in emails point at the stack's own web server, on whatever port it runs.
+    assert load_config(env, tmp_path).public_url == "http://127.0.0.1:28000"
     # The S3 server is reachable, the archive stays local unless a test or the operator says otherwise.
     app = load_config({**env, "ARCHIVE_URL": f"s3://{env['FOOTFALL_S3_BUCKET']}/archive"}, tmp_path)
     assert app.archive_s3.endpoint == f"http://127.0.0.1:{LOCAL_PORTS['minio']}"
