@@ -10,6 +10,7 @@ the settings a test overrides (the retry backoff); tests using it need
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
 import queue
 import threading
@@ -141,11 +142,19 @@ class Receiver:
 
 
 @pytest.fixture
+def allow_loopback(settings) -> None:
+    """Webhooks may reach 127.0.0.0/8, as ``FOOTFALL_WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8`` says."""
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = (ipaddress.ip_network("127.0.0.0/8"),)
+
+
+@pytest.fixture
 def receiver() -> Iterator[callable]:
-    """``receiver(*statuses)`` starts an HTTP receiver on a free port; stopped afterwards."""
+    """``receiver(*statuses)`` starts an HTTP receiver on a free port of 127.0.0.1 (or on
+    ``host`` and ``port``); stopped afterwards. Loopback is refused to webhooks by default:
+    tests that deliver to it allow it (see ``allow_loopback``)."""
     servers: list[ThreadingHTTPServer] = []
 
-    def start(*statuses: int, delays: tuple[float, ...] = ()) -> Receiver:
+    def start(*statuses: int, delays: tuple[float, ...] = (), host: str = "127.0.0.1", port: int = 0) -> Receiver:
         state = Receiver(list(statuses) or [204], list(delays))
 
         class Handler(BaseHTTPRequestHandler):
@@ -167,10 +176,10 @@ def receiver() -> Iterator[callable]:
             def log_message(self, *args: object) -> None:  # quiet test output
                 pass
 
-        server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        server = ThreadingHTTPServer((host, port or free_port()), Handler)
         servers.append(server)
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        state.url = f"http://127.0.0.1:{server.server_address[1]}/hook/"
+        state.url = f"http://{host}:{server.server_address[1]}/hook/"
         return state
 
     yield start
