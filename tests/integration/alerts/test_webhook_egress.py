@@ -4,11 +4,18 @@ resolver that answers differently on a second call (DNS rebinding)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 import socket
+import ssl
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from django.core.exceptions import ValidationError
 from django.test import Client
 
@@ -185,3 +192,76 @@ def test_the_api_refuses_a_channel_to_a_private_address(client: Client, manager:
     assert error["parameter"] == "url"
     assert "10.0.0.5 is a private address" in error["message"]
     assert not Channel.objects.exists()
+
+
+def _certificate(name: str, directory: Path) -> tuple[Path, Path, Path]:
+    """A test CA, and a server certificate for ``name`` it signed: (ca.pem, cert.pem, key.pem)."""
+    now = dt.datetime.now(dt.UTC)
+
+    def build(subject: str, issuer: x509.Name | None, key, signer, *, ca: bool) -> x509.Certificate:
+        subject_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject_name)
+            .issuer_name(issuer or subject_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(hours=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(subject)]), critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = build("Footfall test CA", None, ca_key, ca_key, ca=True)
+    cert = build(name, ca.subject, key, ca_key, ca=False)
+    paths = directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return paths
+
+
+@pytest.fixture
+def tls_receiver(tmp_path, monkeypatch, receiver):
+    """An HTTPS receiver on 127.0.0.1 whose certificate names ``hooks.test``, signed by a CA
+    the worker trusts (``SSL_CERT_FILE``); records the SNI names it is sent."""
+    ca, cert, key = _certificate("hooks.test", tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    server_names: list[str | None] = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.sni_callback = lambda sock, name, ctx: server_names.append(name)
+    return receiver(200, tls=context), server_names
+
+
+def test_https_to_the_checked_address_verifies_the_name(settings, tls_receiver) -> None:
+    """Connected to the checked IP address, TLS still sends the name (SNI) and verifies the
+    certificate against it; Host names it too."""
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = ONLY_127_0_0_1
+    hook, server_names = tls_receiver
+    port = hook.server.server_address[1]
+
+    status = post_webhook(f"https://hooks.test:{port}/hook/", "s3cret", b"{}", 1, timestamp=1,
+                          resolver=lambda host, p: ["127.0.0.1"])  # fmt: skip
+
+    assert status == 200
+    assert server_names == ["hooks.test"]
+    assert [r.headers["Host"] for r in hook.requests] == [f"hooks.test:{port}"]
+
+
+def test_https_to_a_name_the_certificate_does_not_cover_fails(settings, tls_receiver) -> None:
+    """The same address under another name fails the certificate check: pinning to the IP
+    address does not turn verification off."""
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = ONLY_127_0_0_1
+    hook, _ = tls_receiver
+    port = hook.server.server_address[1]
+
+    with pytest.raises(DeliveryError, match="CERTIFICATE_VERIFY_FAILED"):
+        post_webhook(f"https://other.test:{port}/hook/", "s3cret", b"{}", 1, timestamp=1,
+                     resolver=lambda host, p: ["127.0.0.1"])  # fmt: skip
+    assert hook.requests == []
