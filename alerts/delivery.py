@@ -9,9 +9,10 @@ here and is the same however the task is run.
 What is retried: a webhook answering 408, 429 or 5xx, a timeout or a connection error; an
 SMTP server's temporary (4xx) refusal or an unreachable server. What is not: any other 4xx
 (the receiver refuses this request and will refuse it again), a redirect (not followed: a
-signed alert goes where it was configured to go, nowhere else), a permanent (5xx) SMTP
-refusal. After ``ALERT_DELIVERY_ATTEMPTS`` attempts the delivery is ``failed`` with the
-last error.
+signed alert goes where it was configured to go, nowhere else), a webhook host that is or
+resolves to an address webhooks may not reach (:mod:`alerts.egress`: public addresses only
+unless ``ALERT_WEBHOOK_ALLOWED_NETWORKS`` allows more), a permanent (5xx) SMTP refusal.
+After ``ALERT_DELIVERY_ATTEMPTS`` attempts the delivery is ``failed`` with the last error.
 
 A delivery is claimed before each attempt by a conditional update of its attempt count, so
 two workers running the same task (a redelivered message, ``acks_late``) never both send
@@ -40,6 +41,7 @@ from django.core.mail import EmailMessage
 from django.db.models import F
 from django.utils import timezone
 
+from alerts.egress import AddressRefused, PinnedTransport, Resolver, resolve
 from alerts.messages import episode_email, slack_body, webhook_body
 from alerts.models import EMAIL, WEBHOOK, Delivery
 from footfall.config import footfall_config
@@ -170,9 +172,13 @@ def _send_email(message: EmailMessage) -> None:
         raise DeliveryError(f"SMTP: {type(exc).__name__}: {exc}", retry=True) from exc
 
 
-def post_webhook(url: str, secret: str, body: bytes, delivery_id: int, *, timestamp: int) -> int:
+def post_webhook(
+    url: str, secret: str, body: bytes, delivery_id: int, *, timestamp: int, resolver: Resolver = resolve
+) -> int:
     """POST ``body`` (JSON) to ``url``, signed; the 2xx status, or DeliveryError saying whether
-    to retry. Only http(s) URLs are sent to; redirects are not followed."""
+    to retry. Only http(s) URLs are sent to; redirects are not followed. Unless
+    ``ALERT_WEBHOOK_ALLOWED_NETWORKS`` is None (any address), the host is resolved once with
+    ``resolver`` and the request goes only to those addresses, all of them public or allowed."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise DeliveryError(f"not an http(s) URL: {url[:200]!r}", retry=False)
     headers = {
@@ -183,13 +189,19 @@ def post_webhook(url: str, secret: str, body: bytes, delivery_id: int, *, timest
         DELIVERY_HEADER: str(delivery_id),
     }
     timeout = httpx.Timeout(settings.ALERT_WEBHOOK_TIMEOUT_SECONDS)
+    networks = settings.ALERT_WEBHOOK_ALLOWED_NETWORKS
+    # Checked (the default): connections go only to checked addresses, never through
+    # HTTP(S)_PROXY (a proxy would resolve the name itself). Any address ("*"): no check, and
+    # HTTP(S)_PROXY and NO_PROXY apply (trust_env), as operators behind an egress proxy need.
+    transport = None if networks is None else PinnedTransport(networks, resolver)
     try:
-        # HTTP(S)_PROXY and NO_PROXY apply (trust_env), as operators behind an egress proxy need.
         with (
-            httpx.Client(timeout=timeout, follow_redirects=False) as client,
+            httpx.Client(timeout=timeout, follow_redirects=False, transport=transport) as client,
             client.stream("POST", url, content=body, headers=headers) as response,
         ):
             excerpt = _excerpt(response)
+    except AddressRefused as exc:  # nothing was sent; the same address is refused next time
+        raise DeliveryError(f"not sent: {exc}", retry=False) from exc
     except httpx.TimeoutException as exc:
         raise DeliveryError(f"timed out: {type(exc).__name__}: {exc}", retry=True) from exc
     except httpx.HTTPError as exc:  # connection refused, DNS, TLS, protocol errors

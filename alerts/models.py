@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import secrets
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone as dj_timezone
 
+from alerts.egress import literal_refusal
 from footfall.models import Goal, Site
 
 SPIKE, DROP, GOAL, REALTIME_LAG, ARCHIVER_LAG, ROLLUP, DRIFT = (
@@ -84,6 +86,10 @@ class Channel(models.Model):
             raise ValidationError({"url": "a webhook channel has an http(s) URL and no email address"})
         if self.slack and self.kind != WEBHOOK:
             raise ValidationError({"slack": "only a webhook can send a Slack body"})
+        networks = settings.ALERT_WEBHOOK_ALLOWED_NETWORKS
+        refused = None if self.kind != WEBHOOK or networks is None else literal_refusal(self.url, networks)
+        if refused is not None:  # a name is checked when sending: its DNS answer can change
+            raise ValidationError({"url": str(refused)})
 
 
 class AlertRule(models.Model):

@@ -15,6 +15,7 @@ the local stack all read the same :class:`Config`; code running under Django get
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -177,6 +178,10 @@ class Config:
     # The dashboard's address as people reach it, for links in emails (unsubscribe, open the
     # dashboard); None outside development mode unless FOOTFALL_PUBLIC_URL is set.
     public_url: str | None
+    # FOOTFALL_WEBHOOK_ALLOWED_NETWORKS: networks beyond the public internet that webhooks may
+    # reach (empty: public addresses only); None ("*"): any address, unchecked, through
+    # HTTP(S)_PROXY when set (see alerts.egress).
+    webhook_allowed_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] | None = ()
 
     @property
     def kafka(self) -> KafkaSettings:
@@ -262,6 +267,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         api_cache_items=_int(env, "FOOTFALL_API_CACHE_ITEMS", 200_000, low=0, high=100_000_000),
         email=_email(env, data_dir, environment),
         public_url=_public_url(env, environment),
+        webhook_allowed_networks=_webhook_networks(env, "FOOTFALL_WEBHOOK_ALLOWED_NETWORKS"),
     )
 
 
@@ -470,6 +476,28 @@ def _public_url(env: Mapping[str, str], environment: str) -> str | None:
     if parts.scheme not in {"http", "https"} or not parts.hostname or parts.query or parts.fragment:
         raise ConfigError("FOOTFALL_PUBLIC_URL", "the dashboard's base URL, e.g. https://stats.example.com", raw)
     return raw.rstrip("/")
+
+
+def _webhook_networks(
+    env: Mapping[str, str], name: str
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] | None:
+    """Comma-separated networks (``10.0.0.0/8``, ``fd00::/8``; a bare address is its /32 or
+    /128), or ``*`` for any address; host bits must be zero, so a typo such as
+    ``10.0.0.1/8`` is refused rather than read as a wider network than meant."""
+    raw = env.get(name, "").strip()
+    if raw == "*":
+        return None
+    networks = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(item, strict=True))
+        except ValueError as exc:
+            raise ConfigError(
+                name, f"comma-separated networks such as 10.0.0.0/8,fd00::/8 (host bits zero), or * ({exc})", raw
+            ) from None
+    return tuple(networks)
 
 
 def _redis_shards(env: Mapping[str, str], name: str, redis_url: str) -> tuple[str, ...]:

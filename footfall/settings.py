@@ -199,6 +199,8 @@ else:
 ALERT_DELIVERY_ATTEMPTS = 5
 ALERT_DELIVERY_BACKOFF_SECONDS = 30.0
 ALERT_WEBHOOK_TIMEOUT_SECONDS = 10.0
+# Networks beyond the public internet that webhooks may reach; None: any address (alerts.egress).
+ALERT_WEBHOOK_ALLOWED_NETWORKS = FOOTFALL.webhook_allowed_networks
 
 LOGGING = {
     "version": 1,

@@ -10,8 +10,10 @@ the settings a test overrides (the retry backoff); tests using it need
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
 import queue
+import ssl
 import threading
 import time
 import uuid
@@ -130,6 +132,7 @@ class Receiver:
     statuses: list[int]
     delays: list[float] = field(default_factory=list)  # seconds before answering request i
     url: str = ""
+    server: ThreadingHTTPServer | None = None
     requests: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -141,11 +144,25 @@ class Receiver:
 
 
 @pytest.fixture
+def allow_loopback(settings) -> None:
+    """Webhooks may reach 127.0.0.0/8, as ``FOOTFALL_WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8`` says."""
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = (ipaddress.ip_network("127.0.0.0/8"),)
+
+
+@pytest.fixture
 def receiver() -> Iterator[callable]:
-    """``receiver(*statuses)`` starts an HTTP receiver on a free port; stopped afterwards."""
+    """``receiver(*statuses)`` starts an HTTP receiver on a free port of 127.0.0.1 (or on
+    ``host`` and ``port``, over TLS with ``tls``); stopped afterwards. Loopback is refused to webhooks by default:
+    tests that deliver to it allow it (see ``allow_loopback``)."""
     servers: list[ThreadingHTTPServer] = []
 
-    def start(*statuses: int, delays: tuple[float, ...] = ()) -> Receiver:
+    def start(
+        *statuses: int,
+        delays: tuple[float, ...] = (),
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: ssl.SSLContext | None = None,
+    ) -> Receiver:
         state = Receiver(list(statuses) or [204], list(delays))
 
         class Handler(BaseHTTPRequestHandler):
@@ -167,10 +184,13 @@ def receiver() -> Iterator[callable]:
             def log_message(self, *args: object) -> None:  # quiet test output
                 pass
 
-        server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        server = ThreadingHTTPServer((host, port or free_port()), Handler)
+        if tls is not None:
+            server.socket = tls.wrap_socket(server.socket, server_side=True)
         servers.append(server)
+        state.server = server
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        state.url = f"http://127.0.0.1:{server.server_address[1]}/hook/"
+        state.url = f"{'https' if tls else 'http'}://{host}:{server.server_address[1]}/hook/"
         return state
 
     yield start
