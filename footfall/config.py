@@ -162,6 +162,8 @@ class Config:
     # SDK for an s3:// archive ("" when the cluster's Spark has them already).
     spark_extra_classpath: str
     spark_driver_memory: str  # spark-submit --driver-memory: the rollup's driver collects one day at a time
+    # The rollup's spark.sql.shuffle.partitions; 0 leaves Spark's own (200, or the cluster's setting).
+    spark_shuffle_partitions: int
     data_dir: Path
     static_root: Path
     spool_dir: Path
@@ -246,6 +248,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         archive_s3=_archive_s3(env),
         spark_extra_classpath=_classpath(env, "FOOTFALL_SPARK_EXTRA_CLASSPATH"),
         spark_driver_memory=_memory(env, "FOOTFALL_SPARK_DRIVER_MEMORY", "2g"),
+        spark_shuffle_partitions=_int(env, "FOOTFALL_SPARK_SHUFFLE_PARTITIONS", 0, low=0, high=100_000),
         data_dir=data_dir,
         static_root=_absolute_dir(env, "FOOTFALL_STATIC_ROOT", data_dir / "static"),
         spool_dir=Path(env.get("FOOTFALL_SPOOL_DIR") or data_dir / "spool").expanduser().resolve(),

@@ -86,9 +86,12 @@ def spark_submit_command(
     # Settings holding secrets (the archive's keys) come in a 0600 file, never as arguments.
     properties = ["--properties-file", str(properties_file)] if properties_file else []
     funnels = ["--funnels", f"@{funnels_path}"] if funnels_path else []
+    partitions = cfg.spark_shuffle_partitions
+    shuffle = ["--conf", f"spark.sql.shuffle.partitions={partitions}"] if partitions else []
     return [
         str(submit), "--master", master, *properties,
         "--conf", "spark.ui.enabled=false",
+        *shuffle,
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--driver-memory", cfg.spark_driver_memory,

@@ -32,6 +32,9 @@ started=$(date +%s)
 "$py" -m deploy.local.stack start ${FOOTFALL_TEST_SERVICES:-redis redis-shards mongo kafka spark chromium spark-cluster minio deploy-tools}
 eval "$("$py" -m deploy.local.stack env)"
 echo "services up in $(( $(date +%s) - started ))s"
+# The tests' rollups read days of a few thousand events: a handful of shuffle partitions, not
+# Spark's 200 tasks per shuffle (the product's own setting; see the README).
+export FOOTFALL_SPARK_SHUFFLE_PARTITIONS=${FOOTFALL_SPARK_SHUFFLE_PARTITIONS:-4}
 
 "$py" -m ruff check .
 # The architecture's import contracts (pyproject.toml [tool.importlinter]) and repeated code.

@@ -78,3 +78,12 @@ def test_spark_reads_s3_through_s3a_with_the_keys_in_a_private_file() -> None:
     assert "spark.hadoop.fs.s3a.secret.key=wJalrXUtnFEMI/K7MDENG+bPxRfiCY\\\\EXAMPLEKEY\n" in text
     assert command[command.index("--properties-file") + 1] == str(path)
     assert not [arg for arg in command if S3["AWS_SECRET_ACCESS_KEY"] in arg or S3["AWS_ACCESS_KEY_ID"] in arg]
+
+
+def test_shuffle_partitions_reach_spark_submit_only_when_set() -> None:
+    """FOOTFALL_SPARK_SHUFFLE_PARTITIONS becomes the rollup's spark.sql.shuffle.partitions; unset, Spark's own stays."""
+    args = ("local[2]", dt.date(2026, 1, 1), dt.date(2026, 1, 2), {"s": "UTC"})
+    default = spark_submit_command(load_config(S3, BASE), *args)
+    assert not [arg for arg in default if arg.startswith("spark.sql.shuffle.partitions")]
+    command = spark_submit_command(load_config({**S3, "FOOTFALL_SPARK_SHUFFLE_PARTITIONS": "4"}, BASE), *args)
+    assert command[command.index("spark.sql.shuffle.partitions=4") - 1] == "--conf"

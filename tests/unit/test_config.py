@@ -122,6 +122,7 @@ def test_production_config_is_accepted() -> None:
         ("SPARK_MASTER", "local[two]"),
         ("SPARK_MASTER", "mesos://x:5050"),
         ("FOOTFALL_SPARK_DRIVER_MEMORY", "2 GB"),
+        ("FOOTFALL_SPARK_SHUFFLE_PARTITIONS", "-1"),
         ("ARCHIVE_URL", "relative/dir"),
         ("ARCHIVE_URL", "ftp://host/dir"),
         ("FOOTFALL_EVENTS_TOPIC", "bad topic!"),

@@ -187,12 +187,13 @@ def test_rollup_of_a_day_end_to_end_through_the_worker_retrying_a_transient_fail
     worker.archive(site, events[150:])  # an overlap: redelivered rows are counted once
     damaged = corrupt(worker, site, day)
 
-    task_id = worker.send(day.isoformat(), day.isoformat(), [site], retries=2, retry_delay_s=20)
+    task_id = worker.send(day.isoformat(), day.isoformat(), [site], retries=2, retry_delay_s=8)
     first = worker.wait(task_id, statuses=("retrying", "failed"))[-1]
     assert first["status"] == "retrying", first
     assert "is not a Parquet file" in first["detail"]["error"]
     assert worker.db[DAILY].find_one({"_id": f"{site}|{day}"}) is None, "a failed attempt wrote documents"
-    damaged.unlink()  # the cause goes away before the retry runs (20 s later)
+    # The cause goes away before the retry runs: 8 s later, 32 polls of the wait above.
+    damaged.unlink()
     runs = worker.wait(task_id)
 
     assert [(r["status"], r["detail"]["attempt"]) for r in runs] == [("retrying", 1), ("complete", 2)], runs
@@ -220,7 +221,7 @@ def test_failed_rollup_is_retried_once_per_failure_then_reported(worker: Worker)
     for r in runs:
         assert r["detail"]["error"].startswith("spark job failed"), r
         assert "is not a Parquet file" in r["detail"]["error"], r
-    time.sleep(6)  # longer than any retry delay: nothing runs a third time
+    time.sleep(3)  # three times the retry delay: nothing runs a third time
     assert len(worker.runs(task_id)) == 2
     log = worker.log()
     assert log.count(f"Task {ROLLUP}[{task_id}] received") == 2, "one delivery and exactly one retry"
