@@ -37,7 +37,18 @@ import urllib3
 
 from bench import harness
 from bench.api_data import ALERT_RULE_DEFS, FUNNEL_DEF, GOAL_DEFS, SEED, TZ, Definitions, seed
-from bench.harness import OUT, PYTHON, REPO, BenchError, Server, group_seconds, machine, manage, unlink_matching
+from bench.harness import (
+    OUT,
+    PYTHON,
+    REPO,
+    BenchError,
+    Server,
+    cpu_seconds,
+    group_seconds,
+    machine,
+    manage,
+    unlink_matching,
+)
 from footfall.config import load_config
 from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import BREAKDOWN_METRICS, CUSTOM_EVENT_DIMENSIONS, INTERVALS, METRICS
@@ -325,15 +336,25 @@ def phase_at(segments: list[Segment], t: float) -> str | None:
     return next((s.phase for s in segments if s.start <= t < s.end), None)
 
 
+def stack_pids(env: dict[str, str]) -> dict[str, int]:
+    """The pids of the stack's Redis, Mongo and Kafka as ``python -m deploy.local.stack status`` names them in
+    ``env`` (none when the stack is not the local one): their CPU is what the checks' reads cost the stores."""
+    out = subprocess.run([PYTHON, "-m", "deploy.local.stack", "status"], env=env, cwd=REPO, capture_output=True,
+                         text=True, check=False).stdout  # fmt: skip
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(redis|mongo|kafka)\s+\S+\s+pid (\d+)", out, re.MULTILINE)}
+
+
 def drive_checks(worker: CheckWorker | None, server: Server, segments: list[Segment], every_s: float,
-                 runs: list[CheckRun], marks: list[dict[str, Any]]) -> None:  # fmt: skip
-    """Through the segments: at each boundary record the server's and the worker's CPU and the load average in
-    ``marks``; in "with" segments run the checks every ``every_s`` (a tick that falls while a run is still going
-    is skipped, as beat's ``expires`` drops a run that could not start in time) and add them to ``runs``."""
+                 runs: list[CheckRun], marks: list[dict[str, Any]], stores: dict[str, int]) -> None:  # fmt: skip
+    """Through the segments: at each boundary record the CPU of the server, the worker and the ``stores`` (pids by
+    name) and the load average in ``marks``; in "with" segments run the checks every ``every_s`` (a tick that falls
+    while a run is still going is skipped, as beat's ``expires`` drops a run that could not start in time) and add
+    them to ``runs``."""
     for seg in segments:
         time.sleep(max(0.0, seg.start - time.monotonic()))
         marks.append({"phase": seg.phase, "at": seg.start, "server_cpu_s": server.cpu_s(),
-                      "worker_cpu_s": worker.cpu_s() if worker else 0.0, "loadavg": os.getloadavg()[0]})  # fmt: skip
+                      "worker_cpu_s": worker.cpu_s() if worker else 0.0, "loadavg": os.getloadavg()[0],
+                      "stores_cpu_s": sum(map(cpu_seconds, stores.values()))})  # fmt: skip
         due = seg.start
         while seg.phase == "with" and worker is not None and (now := time.monotonic()) < seg.end:
             if now >= due:
@@ -342,7 +363,8 @@ def drive_checks(worker: CheckWorker | None, server: Server, segments: list[Segm
             time.sleep(max(0.0, min(due, seg.end) - time.monotonic()))
     time.sleep(max(0.0, segments[-1].end - time.monotonic()))
     marks.append({"phase": "end", "at": segments[-1].end, "server_cpu_s": server.cpu_s(),
-                  "worker_cpu_s": worker.cpu_s() if worker else 0.0, "loadavg": os.getloadavg()[0]})  # fmt: skip
+                  "worker_cpu_s": worker.cpu_s() if worker else 0.0, "loadavg": os.getloadavg()[0],
+                  "stores_cpu_s": sum(map(cpu_seconds, stores.values()))})  # fmt: skip
 
 
 Sample = tuple[str, float, int, str]  # endpoint name, seconds, HTTP status (0: no answer), phase
@@ -459,7 +481,8 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
         for i, key in enumerate(keys)]  # fmt: skip
     for thread in threads:
         thread.start()
-    drive_checks(worker, server, segments, args.check_every, runs, marks)
+    stores = stack_pids(env) if args.alert_checks else {}
+    drive_checks(worker, server, segments, args.check_every, runs, marks, stores)
     for thread in threads:
         thread.join(timeout=TIMEOUT + 30)
     server_cpu = server.cpu_s() - cpu0
@@ -521,19 +544,22 @@ def endpoint_rows(samples: list[Sample], raw: dict[str, list[float]], urls: dict
 
 
 def phase_totals(marks: list[dict[str, Any]], samples: list[Sample]) -> dict[str, Any]:
-    """Per phase, from the marks at segment boundaries: seconds, requests, server CPU per request, the worker's CPU
-    per second and the load average at the start of each of its segments."""
+    """Per phase, from the marks at segment boundaries: seconds, requests, server CPU per request, the worker's and
+    the stores' CPU per second and the load average at the start of each of its segments."""
     out: dict[str, dict[str, Any]] = {}
     for mark, after in itertools.pairwise(marks):
-        tot = out.setdefault(mark["phase"], {"seconds": 0.0, "server_cpu_s": 0.0, "worker_cpu_s": 0.0, "loadavg": []})
+        tot = out.setdefault(mark["phase"], {"seconds": 0.0, "server_cpu_s": 0.0, "worker_cpu_s": 0.0,
+                                             "stores_cpu_s": 0.0, "loadavg": []})  # fmt: skip
         tot["seconds"] += after["at"] - mark["at"]
+        tot["stores_cpu_s"] += after.get("stores_cpu_s", 0.0) - mark.get("stores_cpu_s", 0.0)
         tot["server_cpu_s"] += after["server_cpu_s"] - mark["server_cpu_s"]
         tot["worker_cpu_s"] += after["worker_cpu_s"] - mark["worker_cpu_s"]
         tot["loadavg"].append(round(mark["loadavg"], 2))
     for phase, tot in out.items():
         n = sum(1 for s in samples if s[3] == phase)
         tot |= {"requests": n, "server_cpu_ms_per_request": round(tot["server_cpu_s"] * 1000 / n, 2) if n else None,
-                "worker_cpu_ms_per_s": round(tot["worker_cpu_s"] * 1000 / tot["seconds"], 2)}  # fmt: skip
+                "worker_cpu_ms_per_s": round(tot["worker_cpu_s"] * 1000 / tot["seconds"], 2),
+                "stores_cpu_ms_per_s": round(tot["stores_cpu_s"] * 1000 / tot["seconds"], 2)}  # fmt: skip
     return out
 
 
@@ -581,6 +607,7 @@ def print_table(res: dict[str, Any]) -> None:
         for phase, tot in res["phases"].items():
             print(f"  {phase} checks: {tot['seconds']:.0f}s, {tot['requests']:,} requests, server CPU "
                   f"{tot['server_cpu_ms_per_request']} ms/request, worker CPU {tot['worker_cpu_ms_per_s']} ms/s, "
+                  f"stores (Redis, Mongo, Kafka) CPU {tot['stores_cpu_ms_per_s']} ms/s, "
                   f"load average at its segments' starts {tot['loadavg']}")  # fmt: skip
     if res["non_200"] or res["errors"]:
         print(f"\nNOT 200: {res['non_200']}; errors: {res['errors'][:5]}")

@@ -61,11 +61,18 @@ def test_celery_success_and_failure_lines_are_recognised() -> None:
 
 def test_phase_totals_sum_the_segments_of_each_phase() -> None:
     marks = [
-        {"phase": "without", "at": 0.0, "server_cpu_s": 0.0, "worker_cpu_s": 0.0, "loadavg": 2.0},
-        {"phase": "with", "at": 10.0, "server_cpu_s": 1.0, "worker_cpu_s": 0.01, "loadavg": 2.5},
-        {"phase": "with", "at": 20.0, "server_cpu_s": 2.2, "worker_cpu_s": 0.51, "loadavg": 3.0},
-        {"phase": "without", "at": 30.0, "server_cpu_s": 3.4, "worker_cpu_s": 1.01, "loadavg": 3.5},
-        {"phase": "end", "at": 40.0, "server_cpu_s": 4.4, "worker_cpu_s": 1.03, "loadavg": 3.0},
+        {"phase": "without", "at": 0.0, "server_cpu_s": 0.0, "worker_cpu_s": 0.0, "loadavg": 2.0, "stores_cpu_s": 5.0},
+        {"phase": "with", "at": 10.0, "server_cpu_s": 1.0, "worker_cpu_s": 0.01, "loadavg": 2.5, "stores_cpu_s": 5.2},
+        {"phase": "with", "at": 20.0, "server_cpu_s": 2.2, "worker_cpu_s": 0.51, "loadavg": 3.0, "stores_cpu_s": 5.8},
+        {
+            "phase": "without",
+            "at": 30.0,
+            "server_cpu_s": 3.4,
+            "worker_cpu_s": 1.01,
+            "loadavg": 3.5,
+            "stores_cpu_s": 6.6,
+        },
+        {"phase": "end", "at": 40.0, "server_cpu_s": 4.4, "worker_cpu_s": 1.03, "loadavg": 3.0, "stores_cpu_s": 6.8},
     ]
     samples = [("realtime 30m", 0.01, 200, "without")] * 200 + [("realtime 30m", 0.01, 200, "with")] * 240
     totals = phase_totals(marks, samples)
@@ -76,6 +83,8 @@ def test_phase_totals_sum_the_segments_of_each_phase() -> None:
     assert totals["without"]["worker_cpu_ms_per_s"] == pytest.approx(1.5)
     assert totals["with"]["server_cpu_ms_per_request"] == pytest.approx(10.0)
     assert totals["with"]["worker_cpu_ms_per_s"] == pytest.approx(50.0)
+    assert totals["without"]["stores_cpu_ms_per_s"] == pytest.approx(20.0)
+    assert totals["with"]["stores_cpu_ms_per_s"] == pytest.approx(70.0)
     assert totals["with"]["loadavg"] == [2.5, 3.0]
 
 
