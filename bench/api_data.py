@@ -78,6 +78,21 @@ GOAL_DEFS = (("Pricing", PAGE, "/pricing", "", "", ""), ("Signup page", PAGE, "/
              ("Signup", EVENT, "", "signup", "", ""), ("Pro signup", EVENT, "", "signup", "plan", "pro"),
              ("Docs", PAGE, "/docs*", "", "", ""), ("Download", EVENT, "", "download", "", ""))  # fmt: skip
 FUNNEL_DEF = ("Trial", (0, 1, 2))  # steps: indexes into GOAL_DEFS
+# Alert rules made through alerts.models with --alert-checks (a team's set: every kind, spikes of each scope, a
+# rule per goal): name, kind, threshold, window minutes, scope, value, goal name (a GOAL_DEFS name or "").
+ALERT_RULE_DEFS = (
+    ("Site spike 15m", "spike", 3.0, 15, "", "", ""), ("Site spike 1h", "spike", 3.0, 60, "", "", ""),
+    ("Any page spike", "spike", 3.0, 15, "page", "", ""), ("Pricing spike", "spike", 3.0, 15, "page", "/pricing", ""),
+    ("Signup page spike", "spike", 4.0, 30, "page", "/signup", ""),
+    ("Any referrer spike", "spike", 3.0, 15, "ref", "", ""),
+    ("HN spike", "spike", 3.0, 15, "ref", "news.ycombinator.com", ""),
+    ("Drop 30m", "drop", 0.5, 30, "", "", ""), ("Drop 2h", "drop", 0.5, 120, "", "", ""),
+    ("Deep drop 15m", "drop", 0.2, 15, "", "", ""),
+    *((f"{name} low", "goal", 1.0, 60, "", "", name) for name, *_ in GOAL_DEFS),
+    ("Realtime lag", "realtime_lag", 300.0, 60, "", "", ""),
+    ("Archiver lag", "archiver_lag", 100_000.0, 60, "", "", ""),
+    ("Rollup late", "rollup", 6.0, 60, "", "", ""), ("Drift", "drift", 5.0, 60, "", "", ""),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
