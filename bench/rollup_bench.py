@@ -226,7 +226,7 @@ def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list
     from pyspark.sql import functions as F
 
     from archive.reader import read_events
-    from spark_jobs.rollup import zone_changes
+    from spark_jobs.rollup import PERSIST, zone_changes
     from spark_jobs.transforms import localized, rollup_localized
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
@@ -234,7 +234,7 @@ def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list
     events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
-    local = localized(events, zones, changes).persist()
+    local = localized(events, zones, changes).persist(PERSIST)
     try:
         breakdowns = rollup_localized(local, days, goals=site_goals())["breakdowns"]
         table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES).toArrow()

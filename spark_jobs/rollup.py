@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -61,6 +62,12 @@ SESSION_CONF = {
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
 }
 DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical documents
+# Where the job keeps the rows it reads more than once: on local disk, not in the heap. Cached in
+# memory, a large window's rows hold up to spark.memory.storageFraction of unified memory that
+# execution cannot evict, and the aggregations of the outputs then fail for want of memory
+# instead of spilling ("Could not allocate memory to grow BytesToBytesMap" at 10M rows with a
+# 4g local driver); on disk they still spare every output the archive read and the dedupe shuffle.
+PERSIST = StorageLevel.DISK_ONLY
 
 
 def day_range(first: dt.date, last: dt.date) -> list[str]:
@@ -218,7 +225,7 @@ def transform_and_load(
     # Rows read per local day before dedup: the run record says what the figures came from.
     read = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
     # Deduplicated and localized once, for every output: each would otherwise redo the shuffle.
-    local = localized(events, tz_df, changes).persist()
+    local = localized(events, tz_df, changes).persist(PERSIST)
     try:
         rows = collect_rows(rollup_localized(local, list(days), funnels=funnels, goals=goals), read, site_tz)
     finally:
@@ -273,7 +280,7 @@ def run(
     for start in range(0, len(days), CHUNK_DAYS):
         chunk = days[start : start + CHUNK_DAYS]
         # Cached: the daily, hourly, breakdown and run-count outputs all start from these rows.
-        events = read_events(spark, archive_url, sorted(site_tz), chunk).persist()
+        events = read_events(spark, archive_url, sorted(site_tz), chunk).persist(PERSIST)
         try:
             loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, funnels, goals)
         finally:
