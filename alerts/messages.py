@@ -127,14 +127,19 @@ def episode_email(episode: Episode, event: Event, to: str, public_url: str | Non
     message = EmailMultiAlternatives(subject=f"[Footfall] {f.title}", body=text, to=[to])
     message.attach_alternative(html, "text/html")
     if chart:
-        # multipart/related holds the HTML and the image it shows by Content-ID, so mail
-        # clients render it in place instead of listing it as a download.
-        message.mixed_subtype = "related"
-        image = MIMEImage(chart, "png")
-        image.add_header("Content-ID", f"<{CHART_CID}>")
-        image.add_header("Content-Disposition", "inline", filename="chart.png")
-        message.attach(image)
+        attach_inline_png(message, chart, CHART_CID, "chart.png")
     return message
+
+
+def attach_inline_png(message: EmailMultiAlternatives, png: bytes, cid: str, filename: str) -> None:
+    """Attach ``png`` to ``message`` for its HTML part to show as ``cid:<cid>``."""
+    # multipart/related holds the HTML and the image it shows by Content-ID, so mail
+    # clients render it in place instead of listing it as a download.
+    message.mixed_subtype = "related"
+    image = MIMEImage(png, "png")
+    image.add_header("Content-ID", f"<{cid}>")
+    image.add_header("Content-Disposition", "inline", filename=filename)
+    message.attach(image)
 
 
 def chart_png(episode: Episode) -> bytes | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from email.mime.image import MIMEImage
 
 from django.conf import settings
 from django.core import signing
@@ -21,6 +20,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from alerts.charts import series_png
+from alerts.messages import attach_inline_png
 from alerts.models import ReportSubscription
 from alerts.reports import Report, Total
 
@@ -127,12 +127,7 @@ def message(rendered: Rendered, to: str, subscription: ReportSubscription | None
     msg = EmailMultiAlternatives(rendered.subject, text, to=[to], headers=headers)
     msg.attach_alternative(html, "text/html")
     if rendered.chart is not None:
-        # multipart/related around the alternatives: the HTML part shows the image by cid:.
-        msg.mixed_subtype = "related"
-        image = MIMEImage(rendered.chart, "png")
-        image.add_header("Content-ID", f"<{CHART_CID}>")
-        image.add_header("Content-Disposition", "inline", filename="visitors.png")
-        msg.attach(image)
+        attach_inline_png(msg, rendered.chart, CHART_CID, "visitors.png")
     return msg
 
 
