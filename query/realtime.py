@@ -38,7 +38,7 @@ from footfall.vocabulary import (
 from query.fanout import FanoutPipeline as Pipeline
 from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MERGE_DELAY_MS, MERGED
 from realtime.store import CounterStore
-from realtime.trends import Rising, rank_rising
+from realtime.trends import Rising, active_blocks, rank_rising
 
 T = TypeVar("T")
 # A read queued on a pipeline: takes the pipeline's answers (an iterator, in queue order),
@@ -484,9 +484,8 @@ class RealtimeQueries:
                 baseline = {"": [sum(hits[i] for hits in baseline.values()) for i in range(blocks)]}
             elif value is not None:
                 recent = {value: recent.get(value, 0)}
-            active = sum(1 for i in range(blocks) if any(hits[i] for hits in baseline.values()))
             found = rank_rising(recent, baseline, blocks, min_recent=0, limit=1, min_z=-math.inf)
-            return Trend(found[0] if found else None, active, blocks)
+            return Trend(found[0] if found else None, len(active_blocks(baseline, blocks)), blocks)
 
         return self._run(
             lambda pipe: self._queue_rising(pipe, site, dim, now_ms, recent_minutes, baseline_minutes, rank=rank)

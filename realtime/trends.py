@@ -47,11 +47,7 @@ def rank_rising(
     fewer than ``min_recent`` recent hits, or less than ``min_z`` spreads above their mean
     (ordinary noise), are not rising.
     """
-    site_hits = [0] * blocks
-    for history in baseline_blocks.values():
-        for i, hits in enumerate(history[:blocks]):
-            site_hits[i] += hits
-    active = [i for i, hits in enumerate(site_hits) if hits > 0]
+    active = active_blocks(baseline_blocks, blocks)
     if len(active) < max(min_baseline_blocks, 1):
         return []
     ranked = []
@@ -69,3 +65,13 @@ def rank_rising(
         ranked.append(Rising(value, hits, round(mean, 3), round(z, 3)))
     ranked.sort(key=lambda r: (-r.z, -r.recent, r.value))
     return ranked[:limit]
+
+
+def active_blocks(baseline_blocks: Mapping[str, Sequence[int]], blocks: int) -> list[int]:
+    """The indexes of the baseline's blocks in which the site had any hit (the only ones that
+    are evidence of its past; see the module docstring)."""
+    site_hits = [0] * blocks
+    for history in baseline_blocks.values():
+        for i, hits in enumerate(history[:blocks]):
+            site_hits[i] += hits
+    return [i for i, hits in enumerate(site_hits) if hits > 0]
