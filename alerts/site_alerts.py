@@ -57,6 +57,35 @@ def overview(site_id: str, past: int = PAST_EPISODES) -> SiteAlerts:
     )
 
 
+class NotInSite(LookupError):
+    """Ids that name no row of the site: another site's, deleted or never made."""
+
+    def __init__(self, what: str, ids: Collection[object]) -> None:
+        self.ids = sorted(ids, key=str)
+        super().__init__(f"no {what} of this site has the id(s) {', '.join(map(str, self.ids))}")
+
+
+def site_goal(site_id: str, goal_id: int | None) -> Goal | None:
+    """The goal ``goal_id`` of ``site_id`` (None for None); :class:`NotInSite` when the site has none of that id."""
+    if goal_id is None:
+        return None
+    goal = Goal.objects.filter(site_id=site_id, pk=goal_id).first()
+    if goal is None:
+        raise NotInSite("goal", [goal_id])
+    return goal
+
+
+def site_channels(site_id: str, ids: Collection[int | None]) -> list[Channel]:
+    """The channels ``ids`` of ``site_id`` (None stands for an id that could not be read);
+    :class:`NotInSite` naming those the site does not have."""
+    wanted = set(ids)
+    channels = list(Channel.objects.filter(site_id=site_id, pk__in=wanted - {None}))
+    missing = wanted - {c.pk for c in channels}
+    if missing:
+        raise NotInSite("channel", ["?" if i is None else i for i in missing])
+    return channels
+
+
 def create_rule(site_id: str, data: Mapping[str, object]) -> AlertRule:
     """Create a rule of ``site_id`` from form values (``name``, ``kind``, ``threshold``,
     ``window_minutes``, ``scope``, ``value``, ``goal`` (an id), ``max_per_day``, ``channels``
@@ -65,16 +94,20 @@ def create_rule(site_id: str, data: Mapping[str, object]) -> AlertRule:
     kind = _text(data.get("kind"))
     errors: dict[str, list[str]] = {}
     goal = None
-    if data.get("goal") not in (None, ""):
-        goal = Goal.objects.filter(site=site, pk=_int_or_none(data.get("goal"))).first()
-        if goal is None:
-            errors["goal"] = ["not a goal of this site"]
+    goal_id = _int_or_none(data.get("goal"))
+    try:
+        if goal_id is None and data.get("goal") not in (None, ""):
+            raise NotInSite("goal", [data.get("goal")])
+        goal = site_goal(site_id, goal_id)
+    except NotInSite:
+        errors["goal"] = ["not a goal of this site"]
     channel_ids = data.get("channels") or []
     if not isinstance(channel_ids, list | tuple):
         channel_ids = [channel_ids]
-    wanted = {_int_or_none(c) for c in channel_ids}
-    channels = list(Channel.objects.filter(site=site, pk__in=wanted - {None}))
-    if len(channels) != len(wanted):
+    channels: list[Channel] = []
+    try:
+        channels = site_channels(site_id, [_int_or_none(c) for c in channel_ids])
+    except NotInSite:
         errors["channels"] = ["not a channel of this site"]
     rule = AlertRule(
         site=site,

@@ -25,10 +25,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from alerts.models import THRESHOLD_MEANING, WEBHOOK, AlertRule, Channel, Episode, ReportSubscription
+from alerts.site_alerts import NotInSite, site_channels, site_goal
 from api import alert_serializers as a
 from api.goal_views import MANAGE_ERRORS, require_manage
 from api.views import ERRORS, LIMIT, PAGE, SITE, TZ, SiteView
-from footfall.models import Goal
 from footfall.vocabulary import QueryError
 from query import params as p
 
@@ -121,17 +121,16 @@ def _apply_rule_fields(rule: AlertRule, fields: dict[str, Any]) -> list[Channel]
     """Set ``fields`` (validated input) on ``rule``, resolving the goal and channel ids within
     the rule's site; returns the channels to set once saved (None: leave them)."""
     if "goal_id" in fields:
-        goal_id = fields.pop("goal_id")
-        rule.goal = None if goal_id is None else Goal.objects.filter(site_id=rule.site_id, pk=goal_id).first()
-        if goal_id is not None and rule.goal is None:
-            raise QueryError("goal_id", "no goal of this site has that id")
+        try:
+            rule.goal = site_goal(rule.site_id, fields.pop("goal_id"))
+        except NotInSite:
+            raise QueryError("goal_id", "no goal of this site has that id") from None
     channels = None
     if "channels" in fields:
-        ids = set(fields.pop("channels"))
-        channels = list(Channel.objects.filter(site_id=rule.site_id, pk__in=ids))
-        if len(channels) != len(ids):
-            missing = sorted(ids - {c.pk for c in channels})
-            raise QueryError("channels", f"no channel of this site has the id(s) {', '.join(map(str, missing))}")
+        try:
+            channels = site_channels(rule.site_id, fields.pop("channels"))
+        except NotInSite as exc:
+            raise QueryError("channels", str(exc)) from None
     for name, value in fields.items():
         setattr(rule, name, value)
     return channels
