@@ -148,7 +148,7 @@ def _register_actions(app: Dash) -> None:
     @app.callback(
         Output("alerts-version-act", "data"),
         Output("alerts-act-result", "children"),
-        *[Input(ui.button_id(t, a), "n_clicks") for t, a in ui.ACTIONS],
+        *[Input(*ui.trigger(t, a)) for t, a in ui.ACTIONS],
         State("site", "value"),
         *[State(ui.TABLE_IDS[t], "selected_row_ids") for t in LISTINGS],
         State("alerts-version-act", "data"),
@@ -158,7 +158,7 @@ def _register_actions(app: Dash) -> None:
         """Enable, disable or delete the selected rows of one table."""
         site_id, *selected, version = args[len(ui.ACTIONS) :]
         pressed = ctx.triggered_id
-        action = next(((t, a) for t, a in ui.ACTIONS if ui.button_id(t, a) == pressed), None)
+        action = next(((t, a) for t, a in ui.ACTIONS if ui.trigger(t, a)[0] == pressed), None)
         if action is None:
             return no_update, no_update
         target, verb = action

@@ -52,6 +52,14 @@ def button_id(target: str, action: str) -> str:
     return f"alerts-{target}-{action}"
 
 
+def trigger(target: str, action: str) -> tuple[str, str]:
+    """The component and property whose change runs ``action`` on ``target``'s selected rows:
+    a delete only once its confirmation dialog is accepted."""
+    if action == "delete":
+        return f"{button_id(target, action)}-confirm", "submit_n_clicks"
+    return button_id(target, action), "n_clicks"
+
+
 def error_id(form: str, field: str) -> str:
     return f"alerts-{form}-err-{field}"
 
@@ -215,13 +223,17 @@ def field(form: str, name: str, label: str, control: object, hint: object = None
     return html.Div(children, className="field", id=f"alerts-{form}-field-{name}")
 
 
+def _action_button(target: str, action: str) -> html.Button | dcc.ConfirmDialogProvider:
+    button = html.Button(ACTION_LABELS[action], id=button_id(target, action), className="button small", hidden=True)
+    if action != "delete":
+        return button
+    # Deleting cannot be undone (a rule's episodes and delivery log go with it): the browser asks first.
+    message = messages.ALERTS_CONFIRM_DELETE[target]
+    return dcc.ConfirmDialogProvider(button, id=trigger(target, action)[0], message=message)
+
+
 def _actions(target: str) -> html.Span:
-    buttons = [
-        html.Button(ACTION_LABELS[action], id=button_id(target, action), className="button small", hidden=True)
-        for t, action in ACTIONS
-        if t == target
-    ]
-    return html.Span(buttons, className="actions")
+    return html.Span([_action_button(target, action) for t, action in ACTIONS if t == target], className="actions")
 
 
 def _listing(target: str, title: str, columns: list[dict[str, object]]) -> html.Section:

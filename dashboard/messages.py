@@ -143,6 +143,11 @@ ALERTS_READ_ONLY = (
 )
 ALERTS_REFUSED = "Not allowed: changing this needs the “{permission}” permission (ask an administrator)."
 ALERTS_NOTHING_SELECTED = "Select one or more rows first."
+ALERTS_CONFIRM_DELETE = {
+    "rule": "Delete the selected rules, with their episodes and delivery log? This cannot be undone.",
+    "channel": "Delete the selected channels? Rules stop notifying them. This cannot be undone.",
+    "subscription": "Delete the selected report subscriptions? This cannot be undone.",
+}
 WEBHOOK_CREATED = (
     "Channel “{name}” created. Its requests are signed with HMAC-SHA256 under this secret, shown once here "
     "(staff can read it again in the admin): {secret}"

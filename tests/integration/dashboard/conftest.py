@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.contrib.auth import get_user_model
 from django.db import connection
-from playwright.sync_api import Browser, BrowserContext, Locator, Page
+from playwright.sync_api import Browser, BrowserContext, Dialog, Locator, Page
 from playwright.sync_api import Error as PlaywrightError
 from pytest_django.live_server_helper import LiveServer
 
@@ -155,6 +155,7 @@ class Tab:
     context: BrowserContext
     page: Page
     errors: list[str]  # uncaught page errors and dialogs (alert/confirm/prompt)
+    accept_dialogs: bool = False  # dialogs are dismissed unless a test expects to accept one
 
     def screenshot(self, name: str) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -166,10 +167,15 @@ def open_tab(browser: Browser, viewport: dict[str, int] = LAPTOP, **options: obj
     context.add_init_script(WATCH)
     page = context.new_page()
     page.set_default_timeout(45_000)  # a shared CI machine can be slow; these are bounds, not goals
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
-    page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-    return Tab(context, page, errors)
+    tab = Tab(context, page, [])
+    page.on("pageerror", lambda exc: tab.errors.append(f"page error: {exc}"))
+
+    def answer(dialog: Dialog) -> None:
+        tab.errors.append(f"dialog: {dialog.message}")
+        dialog.accept() if tab.accept_dialogs else dialog.dismiss()
+
+    page.on("dialog", answer)
+    return tab
 
 
 def sign_in(tab: Tab, base_url: str, username: str = "alice", next_path: str = "/dashboard/") -> None:

@@ -60,7 +60,8 @@ def browser(setup: Setup) -> Iterator[Browser]:
 
 def test_a_manager_creates_a_rule_through_the_form(browser: Browser, setup: Setup) -> None:
     """The lists show the site's rules and episodes (traffic text as text); a rule without a
-    threshold is refused beside that field, then stored and listed once it has one."""
+    threshold is refused beside that field, then stored and listed once it has one; deleting
+    it asks first."""
     tab = open_tab(browser)
     sign_in(tab, setup.base_url, "manager", next_path=f"/dashboard/alerts?site={setup.site.site_id}")
     page = tab.page
@@ -94,6 +95,24 @@ def test_a_manager_creates_a_rule_through_the_form(browser: Browser, setup: Setu
     )  # fmt: skip
     tab.screenshot("alerts")
     assert tab.errors == []
+
+    # Deleting asks first: dismissed, the rule stays; accepted, the selected rule goes.
+    asked = f"dialog: {messages.ALERTS_CONFIRM_DELETE['rule']}"
+    page.locator("#alerts-rules tr:has-text('News referrer spike') input[type=checkbox]").check()
+    page.click("#alerts-rule-delete")
+    eventually(lambda: _said(tab.errors, [asked]))
+    tab.errors.clear()
+    tab.accept_dialogs = True
+    page.click("#alerts-rule-delete")
+    page.wait_for_selector("#alerts-act-result:has-text('1 rule deleted.')")
+    assert orm(lambda: sorted(AlertRule.objects.filter(site=setup.site).values_list("name", flat=True))) == [
+        "Home spike", "Worker lag"
+    ]  # fmt: skip
+    assert tab.errors == [asked]
+
+
+def _said(seen: list[str], expected: list[str]) -> None:
+    assert seen == expected, seen
 
 
 def test_a_viewer_sees_the_lists_but_no_controls(browser: Browser, setup: Setup) -> None:

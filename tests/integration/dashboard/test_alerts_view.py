@@ -17,7 +17,7 @@ from alerts.models import THRESHOLD_MEANING, AlertRule, Channel, Episode, Report
 from dashboard import messages
 from dashboard.access import ALERT_PERMISSIONS
 from dashboard.alerts import REFRESH_OUTPUTS, permission
-from dashboard.alerts_layout import ACTIONS, RULE_FIELDS, TABLE_IDS, button_id, error_id
+from dashboard.alerts_layout import ACTIONS, RULE_FIELDS, TABLE_IDS, button_id, error_id, trigger
 from dashboard.models import ShareLink, SiteAccess
 from footfall.models import Goal, Site
 
@@ -129,10 +129,10 @@ def act(client: Client, site_id: str, target: str, action: str, ids: list[object
     return post(
         client,
         [("alerts-version-act", "data"), ("alerts-act-result", "children")],
-        [(button_id(t, a), "n_clicks", 1 if (t, a) == (target, action) else None) for t, a in ACTIONS],
+        [(*trigger(t, a), 1 if (t, a) == (target, action) else None) for t, a in ACTIONS],
         [("site", "value", site_id), *[(TABLE_IDS[t], "selected_row_ids", selected[t]) for t in TABLE_IDS],
          ("alerts-version-act", "data", 0)],
-        changed=f"{button_id(target, action)}.n_clicks",
+        changed=".".join(trigger(target, action)),
     )  # fmt: skip
 
 
