@@ -185,16 +185,24 @@ def test_a_stopped_realtime_worker_opens_the_lag_episode_in_time(db: None, stack
         outcome = check_rule(rule, stack.measurer(now, cfg), now)
         assert outcome.action == "quiet", outcome
         pool.stop()
+        stopped = time.monotonic()  # before the produce: no uncounted event is older than this
         produce(cfg, rt_topic, [gen.event(int(time.time() * 1000)) for _ in range(20)])
-        stopped = time.monotonic()
-        while time.monotonic() - stopped < threshold_s + 4 * interval_s:
+        produced_s = time.monotonic() - stopped  # the newest first event: this much after it
+        starts: list[float] = []  # each check's start, in s after ``stopped``
+        while time.monotonic() - stopped < threshold_s + produced_s + 4 * interval_s:
+            starts.append(time.monotonic() - stopped)
             now = dt.datetime.now(dt.UTC)
             outcome = check_rule(rule, stack.measurer(now, cfg), now)
             if outcome.action == "opened":
                 break
             time.sleep(interval_s)
         assert outcome.action == "opened", outcome
-        assert time.monotonic() - stopped <= threshold_s + interval_s + 2  # + the check's own reads
+        # However long each check takes here: no check opened before the lag could reach the
+        # threshold, and none that started once it surely had stayed quiet (the opening one
+        # is the first such check or an earlier one), so it opened within one interval of it
+        # (0.5 s: the clocks' and the reading's rounding).
+        assert starts[-1] >= threshold_s - 0.5, starts
+        assert all(start < threshold_s + produced_s + 0.5 for start in starts[:-1]), (starts, produced_s)
         assert Episode.objects.get(rule=rule).details["metric"] == "lag_s"
     finally:
         pool.stop()
