@@ -210,10 +210,13 @@ def table(page: Page, selector: str) -> list[list[str]]:
 
 
 def plot_data(page: Page, selector: str) -> list[dict]:
-    """The traces Plotly drew in the graph ``selector`` (AssertionError while it is not drawn yet)."""
+    """The traces Plotly drew in the graph ``selector`` (AssertionError while it is not drawn
+    yet: no plot, or the empty figure Dash draws before its callback has answered)."""
     plot = f"{selector} .js-plotly-plot"
     assert page.locator(plot).count() == 1, f"{plot} is not drawn (yet)"
-    return page.eval_on_selector(plot, "el => JSON.parse(JSON.stringify(el.data || []))")
+    data = page.eval_on_selector(plot, "el => JSON.parse(JSON.stringify(el.data || []))")
+    assert data, f"{plot} has no traces (yet)"
+    return data
 
 
 def choose_dimension(page: Page, key: str) -> None:
