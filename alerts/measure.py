@@ -73,7 +73,8 @@ def spike_baseline_minutes(window_minutes: int) -> int:
 
 
 def _rows(rows: list[Row]) -> list[dict[str, Any]]:
-    ranked = sorted(rows, key=lambda r: (-r.visitors, -r.pageviews, r.value))
+    # A referrer's (other) row has no visitors of its own (RealtimeQueries.pairs): ranked by page views after the rest.
+    ranked = sorted(rows, key=lambda r: (-(r.visitors or 0), -r.pageviews, r.value))
     return [{"value": r.value, "visitors": r.visitors} for r in ranked[:TOP_ROWS]]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
@@ -9,19 +10,35 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
 from footfall.vocabulary import QueryError
 
+log = logging.getLogger(__name__)
+INTERNAL_ERROR = "internal error: the server could not answer this request; it has been logged"
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """Query errors become 400 naming the parameter; DRF's own errors (401, 403, 404, 405,
-    429 with ``Retry-After``) keep their status and headers but take the same body shape."""
+    429 with ``Retry-After``) keep their status and headers but take the same body shape; any
+    other exception is logged with its traceback and answers 500 in that shape, never a page."""
     if isinstance(exc, QueryError):
         message = str(exc).removeprefix(f"{exc.parameter}: ")
         return Response({"error": {"parameter": exc.parameter, "message": message}}, status=status.HTTP_400_BAD_REQUEST)
     response = drf_exception_handler(exc, context)
     if response is None:
-        return None  # an unexpected error: Django's 500 handling (and logging) applies
+        view = context.get("view")
+        request = context.get("request")
+        log.error(
+            "API error in %s (%s %s)",
+            type(view).__name__ if view is not None else "a view",
+            getattr(request, "method", "?"),
+            getattr(request, "path", "?"),
+            exc_info=exc,
+        )
+        set_rollback()  # as DRF does for the errors it handles: nothing half-written is committed
+        body = {"error": {"parameter": None, "message": INTERNAL_ERROR}}
+        return Response(body, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
     detail = response.data.get("detail") if isinstance(response.data, dict) else response.data
     response.data = {"error": {"parameter": None, "message": str(detail)}}
     return response

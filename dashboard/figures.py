@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo
 
 import plotly.graph_objects as go
 
+from footfall.vocabulary import VALUE_OTHER
+
 METRIC_LABELS = {
     "pageviews": "Page views",
     "visitors": "Visitors",
@@ -32,6 +34,20 @@ BASE_LAYOUT = {
     "showlegend": False,
     "hovermode": "x unified",
 }
+
+
+OTHER_LABEL = "other values"  # how VALUE_OTHER reads on the dashboard (messages.OTHER_VALUES_NOTE says what it is)
+
+
+def shown_value(value: object) -> object:
+    """A stored value as the dashboard shows it: the speed layer's ``(other)`` (values past its
+    caps, see realtime.keys) as "other values", anything else as it is."""
+    return OTHER_LABEL if value == VALUE_OTHER else value
+
+
+def has_other(rows: Iterable[Mapping[str, object]], *keys: str) -> bool:
+    """Whether any of ``rows`` holds ``(other)`` under one of ``keys`` (default ``value``)."""
+    return any(row.get(key) == VALUE_OTHER for row in rows for key in (keys or ("value",)))
 
 
 def plot_text(value: object, limit: int | None = None) -> str:
@@ -141,8 +157,8 @@ def flow_sankey(flows: Iterable[Mapping[str, object]]) -> go.Figure:
         nodes.setdefault(("ref", str(f["referrer"])), len(nodes))
     for f in flows:
         nodes.setdefault(("page", str(f["page"])), len(nodes))
-    labels = [plot_text(value, LABEL_MAX) for _, value in nodes]
-    full = [plot_text(value) for _, value in nodes]
+    labels = [plot_text(shown_value(value), LABEL_MAX) for _, value in nodes]
+    full = [plot_text(shown_value(value)) for _, value in nodes]
     fig = go.Figure(
         go.Sankey(
             arrangement="snap",
@@ -158,7 +174,9 @@ def flow_sankey(flows: Iterable[Mapping[str, object]]) -> go.Figure:
                 "source": [nodes[("ref", str(f["referrer"]))] for f in flows],
                 "target": [nodes[("page", str(f["page"]))] for f in flows],
                 "value": [f["pageviews"] for f in flows],
-                "customdata": [f"{plot_text(f['referrer'])} → {plot_text(f['page'])}" for f in flows],
+                "customdata": [
+                    f"{plot_text(shown_value(f['referrer']))} → {plot_text(shown_value(f['page']))}" for f in flows
+                ],
                 "hovertemplate": "%{customdata}: %{value:,} page views<extra></extra>",
                 "color": "rgba(37, 99, 235, 0.25)",
             },

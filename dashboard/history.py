@@ -209,8 +209,10 @@ def register(app: Dash) -> None:
                 False,
                 "",
             )
-        rows = [{**row, "id": row["value"]} for row in body["results"]]
+        rows = tables.value_rows(body["results"])
         note = plan.note or ""
+        if figures.has_other(body["results"]):
+            note = (note + " " if note else "") + messages.OTHER_VALUES_NOTE
         if goal_store:
             note = (note + " " if note else "") + messages.GOAL_FILTER_ELSEWHERE
         if not rows:
@@ -323,7 +325,7 @@ def _goal_table(site: SiteChoice, rng: DayRange, dimension: str, goal: GoalSpec)
     body = get_conversions().goal_breakdown(
         site.info, API_DIMENSIONS[dimension], goal, rng.query_range(ZoneInfo(site.tz)), tables.TABLE_LIMIT, 1
     )
-    rows = [{**row, "id": row["value"]} for row in body["results"]]
+    rows = tables.value_rows(body["results"])
     # Only what the reader must know: days the rollup has not attributed yet.
     notes = [n for n in body["sources"]["notes"] if not n.startswith("visitors:")]
     if not rows:

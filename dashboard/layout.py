@@ -197,6 +197,7 @@ def live_page() -> html.Div:
                 ],
                 className="grid-2",
             ),
+            html.P(messages.OTHER_VALUES_NOTE, id="live-other-note", className="empty-note", hidden=True),
             html.Section(
                 [
                     html.H2("Rising now"),

@@ -32,6 +32,7 @@ OUTPUTS = [
     Output("live-rising", "data"),
     Output("live-rising-empty", "hidden"),
     Output("live-flows", "figure"),
+    Output("live-other-note", "hidden"),
     Output("live-empty", "children"),
     Output("live-empty", "hidden"),
     Output("live-status", "children"),
@@ -45,6 +46,9 @@ def render(live: dict, tz: ZoneInfo, site_id: str, now: dt.datetime) -> tuple:
     minutes = live["minutes"]
     empty = not live["pageviews"]
     rising = tables.rising_rows(live)
+    other = figures.has_other(
+        [*live["top_pages"], *live["top_referrers"], *live["rising_pages"], *live["rising_referrers"]]
+    ) or figures.has_other(live["flows"], "referrer", "page")
     return (
         figures.fmt_number(live["concurrent_visitors"]),
         figures.fmt_number(live["pageviews"]),
@@ -57,6 +61,7 @@ def render(live: dict, tz: ZoneInfo, site_id: str, now: dt.datetime) -> tuple:
         rising,
         bool(rising),
         figures.flow_sankey(live["flows"]),
+        not other,
         messages.NO_LIVE_TRAFFIC.format(site=site_id) if empty else "",
         not empty,
         f"Updated {now.astimezone(tz):%H:%M:%S} ({tz.key}) · refreshes every {LIVE_REFRESH_MS // 1000} s",
@@ -68,7 +73,7 @@ def render(live: dict, tz: ZoneInfo, site_id: str, now: dt.datetime) -> tuple:
 def blank(problem: str) -> tuple:
     """The live page's outputs with every number and list cleared, and ``problem`` shown."""
     none = figures.empty_figure("No data")
-    return ("—", "—", "", "—", "", none, [], [], [], True, none, "", True, "", problem, False)
+    return ("—", "—", "", "—", "", none, [], [], [], True, none, True, "", True, "", problem, False)
 
 
 def register(app: Dash) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 from footfall.config import DEVELOPMENT_ENV
-from footfall.vocabulary import QueryError
+from footfall.vocabulary import HOUR_VALUES, MINUTE_VALUES, QueryError
 from query.health import failed_store
 
 START_STACK = "start the stack with deploy/local/up.sh (or `python -m deploy.local.stack start {service}`)"
@@ -27,6 +27,11 @@ NO_LIVE_TRAFFIC = (
     "No page views in this window. Check that the site sends events: add "
     '<script defer src="…/footfall.js" data-site="{site}"></script> to its pages, or install the Django '
     "middleware (see the README), and that the realtime workers run (`manage.py run_realtime`)."
+)
+OTHER_VALUES_NOTE = (
+    f"“other values” sums what the live counters could not keep apart: each minute keeps the {MINUTE_VALUES:,} "
+    f"busiest values of each dimension (each hour {HOUR_VALUES:,}) and counts the rest together. "
+    "Days the nightly rollup has settled keep every value."
 )
 NO_HISTORY = (
     "No traffic in this range. Pick a longer range, or check that events arrive (the live view) and that the "

@@ -13,7 +13,8 @@ from zoneinfo import ZoneInfo
 
 from dash.dash_table.Format import Format, Scheme, Symbol
 
-from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS
+from dashboard.figures import shown_value
+from footfall.vocabulary import API_DIMENSIONS, FILTER_DIMENSIONS, VALUE_OTHER
 from query.export import to_csv
 
 DIMENSION_TITLES = {
@@ -145,6 +146,8 @@ def drill(dimension: str, value: object) -> tuple[dict[str, str] | None, str]:
     """What clicking ``value`` in table ``dimension`` does: the filter to set and the tab to show."""
     if dimension not in FILTER_DIMENSIONS or not isinstance(value, str) or not value:
         return None, dimension
+    if value == VALUE_OTHER:  # many values counted together: no one value to filter by
+        return None, dimension
     return {"dimension": dimension, "value": value}, PARTNER.get(dimension, dimension)
 
 
@@ -156,14 +159,19 @@ def filter_label(filter_: Mapping[str, str]) -> str:
 
 
 def top_rows(rows: Iterable[Mapping[str, object]]) -> list[dict[str, object]]:
-    return [{"value": r["value"], "pageviews": r["pageviews"], "visitors": r["visitors"]} for r in rows]
+    return [{"value": shown_value(r["value"]), "pageviews": r["pageviews"], "visitors": r["visitors"]} for r in rows]
+
+
+def value_rows(rows: Iterable[Mapping[str, object]]) -> list[dict[str, object]]:
+    """Breakdown rows for a DataTable: the value as shown, and as stored in ``id`` (what a click hands back)."""
+    return [{**row, "value": shown_value(row["value"]), "id": row["value"]} for row in rows]
 
 
 def rising_rows(live: Mapping[str, object]) -> list[dict[str, object]]:
     """Rising pages and referrers in one list, strongest surge first."""
     rows = [
-        {"kind": kind, "value": r["value"], "recent": r["recent"], "usual": round(float(r["baseline_mean"]), 1),
-         "z": round(float(r["z"]), 1)}
+        {"kind": kind, "value": shown_value(r["value"]), "recent": r["recent"],
+         "usual": round(float(r["baseline_mean"]), 1), "z": round(float(r["z"]), 1)}
         for kind, key in (("Page", "rising_pages"), ("Referrer", "rising_referrers"))
         for r in live.get(key, [])  # type: ignore[union-attr]
     ]  # fmt: skip

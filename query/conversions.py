@@ -53,7 +53,15 @@ class Conversions:
             f"the rest as {VALUE_OTHER}"
         ]
         if any(p.source == "realtime" for p in pieces):
-            self._add_realtime_properties(sid, event, prop, [p for p in pieces if p.source == "realtime"], merged)
+            realtime = [p for p in pieces if p.source == "realtime"]
+            self._add_realtime_properties(sid, event, prop, realtime, merged)
+            unattributed = sum(self.svc.rt.other_count(sid, "event_prop", ms(p.start), ms(p.end)) for p in realtime)
+            if unattributed:
+                notes.append(
+                    f"realtime part: {unattributed:,} property values of custom events came past the speed layer's "
+                    "cap (values per minute over all events and properties); they belong to no event and are "
+                    "not in these rows until the day settles"
+                )
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         notes.append(self.svc.visitor_note(pieces, rng))

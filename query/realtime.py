@@ -27,6 +27,7 @@ from cachetools import LRUCache, TTLCache
 from footfall.goals import EVENT_NAME, PAGE, GoalSpec
 from footfall.vocabulary import (
     ENGAGEMENT_DIMENSIONS,
+    EVENT_COUNT_DIMENSIONS,
     EVENT_DIMENSIONS,
     INTERVAL_MINUTES,
     PROP_SEPARATOR,
@@ -36,6 +37,7 @@ from footfall.vocabulary import (
     QueryError,
 )
 from query.fanout import FanoutPipeline as Pipeline
+from query.unreadable import skip
 from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MERGE_DELAY_MS, MERGED
 from realtime.store import CounterStore
 from realtime.trends import Rising, active_blocks, rank_rising
@@ -64,9 +66,12 @@ UNMERGED_RECHECK_S = 30.0
 
 @dataclass(frozen=True, slots=True)
 class Row:
+    """A value with its page views and visitors; ``visitors`` is None where the speed layer
+    cannot tell them (the ``(other)`` row of one referrer's pages, see :meth:`RealtimeQueries.pairs`)."""
+
     value: str
     pageviews: int
-    visitors: int
+    visitors: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +170,43 @@ def _goal_value(goal: GoalSpec) -> tuple[str, str]:
     return "event", goal.event
 
 
-def _decoded(member: bytes | str) -> str:
-    return member.decode() if isinstance(member, bytes) else member
+def _decoded(member: bytes | str, kind: str = "member") -> str | None:
+    """A sorted set's member as text; None (skipped and counted) when it is not UTF-8."""
+    if isinstance(member, str):
+        return member
+    try:
+        return member.decode()
+    except UnicodeDecodeError:
+        skip(kind, member)
+        return None
 
 
 def _num(raw: object) -> int:
-    return int(float(raw)) if raw is not None else 0
+    """A stored count; 0 for none, and 0 (skipped and counted) for anything not a number."""
+    if raw is None:
+        return 0
+    try:
+        return int(float(raw))  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        skip("count", raw)
+        return 0
+
+
+def _marker(raw: object, kind: str) -> int | None:
+    """A stored marker's whole number; None (skipped and counted) when it is not one."""
+    try:
+        return int(raw)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        skip(kind, raw)
+        return None
+
+
+def _scores(answer: Iterator[tuple[bytes | str, float]], kind: str) -> Iterator[tuple[str, int]]:
+    """A ZUNION's ``(member, score)`` pairs as text and whole numbers, unreadable members skipped."""
+    for member, score in answer:
+        value = _decoded(member, kind)
+        if value is not None:
+            yield value, _num(score)
 
 
 class RealtimeQueries:
@@ -203,7 +239,7 @@ class RealtimeQueries:
         (after a loss of Redis's data it may be set lower, and a higher one is still safe)."""
         if self._hours_from is None:
             (raw,) = Pipeline(self.clients).get_largest(self.layout.hours_from).execute()
-            self._hours_from = None if raw is None else int(raw)
+            self._hours_from = None if raw is None else _marker(raw, "hours_from marker")
         return self._hours_from
 
     def _bucket_keys(self, minutes: range, by_hour: Callable[[int], str], by_minute: Callable[[int], str]) -> list[str]:
@@ -240,7 +276,7 @@ class RealtimeQueries:
             states = pipe.execute()
             with self._merged_lock:
                 for hour, state in zip(unknown, states, strict=True):
-                    done = state is not None and int(state) == int(MERGED)
+                    done = state is not None and _marker(state, "merged marker") == int(MERGED)
                     (self._merged if done else self._unmerged)[(site, hour)] = True
         with self._merged_lock:
             return [h for h in closed if (site, h) in self._merged]
@@ -392,14 +428,21 @@ class RealtimeQueries:
         pipe.zunion(self._top_keys(site, minutes, dim), withscores=True)
 
         def parse(raw: Iterator[Any]) -> list[tuple[str, int]]:
-            totals: dict[str, int] = {}
-            for member, score in next(raw):
-                value = member.decode() if isinstance(member, bytes) else member
-                if prefix is None or value.startswith(prefix):
-                    totals[value] = int(score)
+            totals = {v: n for v, n in _scores(next(raw), f"{dim} value") if prefix is None or v.startswith(prefix)}
             return sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
         return parse
+
+    def other_count(self, site: str, dim: str, start_ms: int, end_ms: int) -> int:
+        """What the range counted under ``(other)`` in ``dim`` (page views; events for the
+        custom event dimensions): the values past the buckets' caps."""
+        if dim not in EVENT_COUNT_DIMENSIONS:
+            _check_dim(dim)
+        keys = self._top_keys(site, _minutes(start_ms, end_ms), dim)
+        pipe = Pipeline(self.clients)
+        for key in keys:
+            pipe.zscore(key, VALUE_OTHER)
+        return sum(_num(score) for score in pipe.execute())
 
     def visitors(self, site: str, dim: str, start_ms: int, end_ms: int, values: Sequence[str]) -> list[int]:
         """Unique visitors (HyperLogLog) of each of ``values`` of ``dim`` over the range, in one round trip."""
@@ -425,23 +468,61 @@ class RealtimeQueries:
         visitors = self.visitors(site, dim, start_ms, end_ms, [value for value, _ in ranked])
         return _rows(ranked, visitors)
 
+    def pairs(
+        self, site: str, start_ms: int, end_ms: int, limit: int = 10, *, ref: str | None = None, path: str | None = None
+    ) -> list[tuple[str, str | None, int]]:
+        """The pages the referrer ``ref`` drives traffic to (or, with ``path``, the referrers of
+        that page), ranked by page views, ``limit`` at most: ``(page or referrer, its
+        referrer→page value, page views)``.
+
+        Pairs a bucket counted under ``(other)`` (past its cap, see :mod:`realtime.keys`) name
+        no referrer or page, so those of ``ref`` (``path``) are one row :data:`VALUE_OTHER`
+        without a value: ``ref``'s page views in its own dimension less those its held pairs
+        carry (none when that is not positive). So the rows add up to the referrer's (page's)
+        page views, as a breakdown's rows do. One round trip."""
+        if (ref is None) == (path is None):
+            raise QueryError("dimension", "pairs are of one referrer or of one page")
+        if not 1 <= limit <= 1000:
+            raise QueryError("limit", "must be between 1 and 1000")
+        minutes = _minutes(start_ms, end_ms)
+        own_dim, own_value = ("ref", ref) if ref is not None else ("page", path)
+        pipe = Pipeline(self.clients)
+        pipe.zunion(self._top_keys(site, minutes, "refpage"), withscores=True)
+        own_keys = self._top_keys(site, minutes, own_dim)
+        for key in own_keys:
+            pipe.zscore(key, own_value)
+        raw = iter(pipe.execute())
+        pairs = _scores(next(raw), "refpage value")
+        if ref is not None:
+            prefix = f"{ref}{REFPAGE_SEPARATOR}"
+            held = [(v.removeprefix(prefix), v, n) for v, n in pairs if v.startswith(prefix)]
+        else:
+            suffix = f"{REFPAGE_SEPARATOR}{path}"
+            held = [(v.removesuffix(suffix), v, n) for v, n in pairs if v.endswith(suffix)]
+        own = sum(_num(next(raw)) for _ in own_keys)
+        rows: list[tuple[str, str | None, int]] = list(held)
+        if (rest := own - sum(n for _, _, n in held)) > 0:
+            rows.append((VALUE_OTHER, None, rest))
+        return sorted(rows, key=lambda row: (-row[2], row[0]))[:limit]
+
     def referrer_pages(self, site: str, ref_domain: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
-        """Which pages the referrer ``ref_domain`` (``(direct)`` for none) drives traffic to."""
-        prefix = f"{ref_domain}{REFPAGE_SEPARATOR}"
-        rows = self.top(site, "refpage", start_ms, end_ms, limit, prefix=prefix)
-        return [Row(r.value.removeprefix(prefix), r.pageviews, r.visitors) for r in rows]
+        """Which pages the referrer ``ref_domain`` (``(direct)`` for none) drives traffic to
+        (:meth:`pairs`; the ``(other)`` row's visitors are None)."""
+        return self._pair_rows(site, start_ms, end_ms, self.pairs(site, start_ms, end_ms, limit, ref=ref_domain))
 
     def page_referrers(self, site: str, path: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
-        """Which referrers drive traffic to ``path``."""
-        suffix = f"{REFPAGE_SEPARATOR}{path}"
-        ranked = [(v, pv) for v, pv in self.ranking(site, "refpage", start_ms, end_ms, 1000) if v.endswith(suffix)]
-        ranked = ranked[:limit]
-        visitors = self.visitors(site, "refpage", start_ms, end_ms, [v for v, _ in ranked])
-        return [Row(v.removesuffix(suffix), pv, uv) for (v, pv), uv in zip(ranked, visitors, strict=True)]
+        """Which referrers drive traffic to ``path`` (:meth:`pairs`; the ``(other)`` row's visitors are None)."""
+        return self._pair_rows(site, start_ms, end_ms, self.pairs(site, start_ms, end_ms, limit, path=path))
+
+    def _pair_rows(self, site: str, start_ms: int, end_ms: int, pairs: list[tuple[str, str | None, int]]) -> list[Row]:
+        members = [member for _, member, _ in pairs if member is not None]
+        visitors = iter(self.visitors(site, "refpage", start_ms, end_ms, members))
+        return [Row(shown, pv, None if member is None else next(visitors)) for shown, member, pv in pairs]
 
     def flows(self, site: str, start_ms: int, end_ms: int, limit: int = 50) -> list[tuple[str, str, int]]:
         """Top referrer→page pairs ``(referrer, page, page views)`` (for a Sankey diagram):
-        page views only, so no visitor counts (a PFCOUNT per pair) are read."""
+        page views only, so no visitor counts (a PFCOUNT per pair) are read. The pairs
+        counted under ``(other)`` are one flow from referrer ``(other)`` to page ``(other)``."""
         return _flows(self.ranking(site, "refpage", start_ms, end_ms, limit))
 
     def concurrent(self, site: str, now_ms: int) -> int:
@@ -525,7 +606,7 @@ class RealtimeQueries:
             sums: list[dict[str, int]] = []
             for index, (key, block) in enumerate(zip(keys, known, strict=True)):
                 if block is None:
-                    block = {(m.decode() if isinstance(m, bytes) else m): int(score) for m, score in next(raw)}
+                    block = dict(_scores(next(raw), f"{dim} value"))
                     if index < blocks:
                         self._remember(key, block)
                 sums.append(block)
@@ -585,7 +666,7 @@ class RealtimeQueries:
         pipe.zunion(keys, withscores=True)
 
         def parse(raw: Iterator[Any]) -> dict[str, int]:
-            sums = ((_decoded(member), int(score)) for member, score in next(raw))
+            sums = _scores(next(raw), "value")
             return {value.removeprefix(prefix): n for value, n in sums if value.startswith(prefix)}
 
         return parse
@@ -728,4 +809,17 @@ def _rows(ranked: list[tuple[str, int]], visitors: list[int]) -> list[Row]:
 
 
 def _flows(ranked: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
-    return [(*value.split(REFPAGE_SEPARATOR, 1), pageviews) for value, pageviews in ranked]
+    """Referrer→page values as ``(referrer, page, page views)``: ``(other)`` (the pairs past a
+    bucket's cap) as a flow from ``(other)`` to ``(other)``; a value without the separator is
+    skipped and counted (:mod:`query.unreadable`)."""
+    flows = []
+    for value, pageviews in ranked:
+        if value == VALUE_OTHER:
+            flows.append((VALUE_OTHER, VALUE_OTHER, pageviews))
+            continue
+        ref, separator, page = value.partition(REFPAGE_SEPARATOR)
+        if separator:
+            flows.append((ref, page, pageviews))
+        else:
+            skip("refpage value", value)
+    return flows

@@ -27,8 +27,8 @@ from footfall.vocabulary import (
     CUSTOM_EVENT_DIMENSIONS,
     ENGAGEMENT_DIMENSIONS,
     EVENT_DIMENSIONS,
-    REFPAGE_SEPARATOR,
     SESSION_DIMENSIONS,
+    VALUE_OTHER,
     QueryError,
 )
 from query import history
@@ -51,6 +51,10 @@ VISITORS_HLL = "estimate: HyperLogLog merge of the realtime counters (standard e
 VISITORS_DAILY_SUM = (
     "sum of per-day counts: cookieless visitor ids rotate daily, so a visitor returning on another day "
     "counts again; each day's count is exact where settled, a HyperLogLog estimate elsewhere"
+)
+OTHER_PAIRS_NOTE = (
+    f"realtime part: {VALUE_OTHER} holds the page views of pairs past the speed layer's caps; their visitors "
+    "are not told apart by referrer or page, so that row's visitors cover the settled days only"
 )
 PREVIOUS_PARTIAL = (
     "part of the previous period is older than the realtime window and not rolled up: its totals are "
@@ -335,6 +339,10 @@ class QueryService:
                 for value, (_, pageviews) in ranking.items():
                     merged.setdefault(value, history.Sums()).pageviews += pageviews
             notes.append(f"realtime part: the top {REALTIME_TOP} values of each period")
+            if (ref is not None or path is not None) and any(
+                ranking.get(VALUE_OTHER, ("", 0))[0] is None for _, ranking in rankings
+            ):
+                notes.append(OTHER_PAIRS_NOTE)
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         notes.append(self.visitor_note(pieces, rng))
@@ -364,17 +372,14 @@ class QueryService:
 
     def _realtime_ranking(
         self, site_id: str, dim: str, piece: Piece, ref: str | None, path: str | None
-    ) -> dict[str, tuple[str, int]]:
-        """The piece's top values by page views: shown value → (value in Redis, page views)."""
+    ) -> dict[str, tuple[str | None, int]]:
+        """The piece's top values by page views: shown value → (value in Redis, page views).
+        A referrer's (page's) pairs past the speed layer's caps are one ``(other)`` row with
+        no value in Redis (:meth:`RealtimeQueries.pairs`)."""
         start, end = ms(piece.start), ms(piece.end)
-        if ref is not None:
-            prefix = f"{ref}{REFPAGE_SEPARATOR}"
-            ranked = self.rt.ranking(site_id, "refpage", start, end, REALTIME_TOP, prefix=prefix)
-            return {member.removeprefix(prefix): (member, pv) for member, pv in ranked}
-        if path is not None:
-            suffix = f"{REFPAGE_SEPARATOR}{path}"
-            ranked = self.rt.ranking(site_id, "refpage", start, end, REALTIME_TOP)
-            return {m.removesuffix(suffix): (m, pv) for m, pv in ranked if m.endswith(suffix)}
+        if ref is not None or path is not None:
+            pairs = self.rt.pairs(site_id, start, end, REALTIME_TOP, ref=ref, path=path)
+            return {shown: (member, pv) for shown, member, pv in pairs}
         return {value: (value, pv) for value, pv in self.rt.ranking(site_id, dim, start, end, REALTIME_TOP)}
 
     def _add_realtime_engagement(
@@ -399,7 +404,8 @@ class QueryService:
         """Add each realtime piece's HLL visitors to the rows shown (only those: one PFCOUNT
         over the piece's minutes per row, so not for the whole ranking)."""
         for p, ranking in rankings:
-            shown = [(sums, ranking[value][0]) for value, sums in chosen if value in ranking]
+            members = [(sums, ranking.get(value, (None, 0))[0]) for value, sums in chosen]
+            shown = [(sums, member) for sums, member in members if member is not None]
             counts = self.rt.visitors(site_id, redis_dim, ms(p.start), ms(p.end), [m for _, m in shown])
             for (sums, _), count in zip(shown, counts, strict=True):
                 sums.visitors += count

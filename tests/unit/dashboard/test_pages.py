@@ -84,15 +84,16 @@ def test_live_render_fills_every_output() -> None:
     assert out[:5] == ("3", "1,200", "in the last 30 min", "40", "in the last 30 min (estimate ±1 %)")
     assert out[6] == [{"value": "<script>x</script>", "pageviews": 1200, "visitors": 40}]
     assert out[9] is False  # the "nothing is rising" note is shown
-    assert out[12] is True  # traffic: the empty-state note is hidden
-    assert out[13].startswith("Updated 11:00:30 (Europe/Berlin)")
+    assert out[11] is True  # no "other values" row: their note is hidden
+    assert out[13] is True  # traffic: the empty-state note is hidden
+    assert out[14].startswith("Updated 11:00:30 (Europe/Berlin)")
 
 
 def test_live_render_empty_state_tells_what_to_do() -> None:
     quiet = {**LIVE, "pageviews": 0, "visitors": 0, "pageviews_per_minute": [], "top_pages": [], "flows": []}
     out = render(quiet, ZoneInfo("UTC"), "my-site", dt.datetime(2026, 11, 1, tzinfo=dt.UTC))
-    assert 'data-site="my-site"' in out[11]
-    assert out[12] is False
+    assert 'data-site="my-site"' in out[12]
+    assert out[13] is False
 
 
 def test_history_cards_with_and_without_comparison() -> None:
@@ -147,3 +148,19 @@ def test_problems_never_show_credentials_and_nothing_internal_to_share_viewers()
 )
 def test_where_drops_credentials(url: str, shown: str) -> None:
     assert messages.where(url) == shown
+
+
+def test_live_render_names_other_values_and_says_what_the_cap_is() -> None:
+    """Values past the speed layer's caps read as "other values" in tables and flows, with the note shown."""
+    over = {
+        **LIVE,
+        "top_referrers": [{"value": "(other)", "pageviews": 1000, "visitors": 990}],
+        "flows": [{"referrer": "(other)", "page": "(other)", "pageviews": 1000}],
+    }
+    out = render(over, ZoneInfo("UTC"), "demo", dt.datetime(2026, 11, 1, tzinfo=dt.UTC))
+    assert out[7] == [{"value": "other values", "pageviews": 1000, "visitors": 990}]
+    assert out[11] is False  # the note saying what "other values" are is shown
+    sankey = json.loads(json.dumps(out[10], cls=plotly.utils.PlotlyJSONEncoder))["data"][0]
+    assert sankey["node"]["label"] == ["other values", "other values"]
+    assert sankey["link"]["value"] == [1000]
+    assert "1,000" in messages.OTHER_VALUES_NOTE and "10,000" in messages.OTHER_VALUES_NOTE
