@@ -407,17 +407,37 @@ class RealtimeQueries:
     # -- rankings --------------------------------------------------------------------------
 
     def ranking(
-        self, site: str, dim: str, start_ms: int, end_ms: int, limit: int = 10, prefix: str | None = None
+        self,
+        site: str,
+        dim: str,
+        start_ms: int,
+        end_ms: int,
+        limit: int = 10,
+        prefix: str | None = None,
+        *,
+        rest_as_other: bool = False,
     ) -> list[tuple[str, int]]:
         """The ``limit`` values of ``dim`` with most page views in the range, as ``(value, page views)``.
 
-        ``prefix`` keeps only values starting with it (used for referrer→page pairs). No
-        visitors: those cost a PFCOUNT over the value's sketches (:meth:`visitors`), so
-        callers count them only for the rows they show."""
-        return self._run(lambda pipe: self._queue_ranking(pipe, site, dim, start_ms, end_ms, limit, prefix))
+        ``prefix`` keeps only values starting with it (used for referrer→page pairs). With
+        ``rest_as_other`` the values left out are added to the ``(other)`` row (see
+        :func:`top_values`), so the rows add up to the range's page views. No visitors: those
+        cost a PFCOUNT over the value's sketches (:meth:`visitors`), so callers count them only
+        for the rows they show."""
+        return self._run(
+            lambda pipe: self._queue_ranking(pipe, site, dim, start_ms, end_ms, limit, prefix, rest_as_other)
+        )
 
     def _queue_ranking(
-        self, pipe: Pipeline, site: str, dim: str, start_ms: int, end_ms: int, limit: int, prefix: str | None = None
+        self,
+        pipe: Pipeline,
+        site: str,
+        dim: str,
+        start_ms: int,
+        end_ms: int,
+        limit: int,
+        prefix: str | None = None,
+        rest_as_other: bool = False,
     ) -> Parse[list[tuple[str, int]]]:
         _check_dim(dim)
         if not 1 <= limit <= 1000:
@@ -429,7 +449,7 @@ class RealtimeQueries:
 
         def parse(raw: Iterator[Any]) -> list[tuple[str, int]]:
             totals = {v: n for v, n in _scores(next(raw), f"{dim} value") if prefix is None or v.startswith(prefix)}
-            return sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+            return top_values(totals, limit, rest_as_other)
 
         return parse
 
@@ -478,8 +498,8 @@ class RealtimeQueries:
         Pairs a bucket counted under ``(other)`` (past its cap, see :mod:`realtime.keys`) name
         no referrer or page, so those of ``ref`` (``path``) are one row :data:`VALUE_OTHER`
         without a value: ``ref``'s page views in its own dimension less those its held pairs
-        carry (none when that is not positive). So the rows add up to the referrer's (page's)
-        page views, as a breakdown's rows do. One round trip."""
+        carry (none when that is not positive), plus the pairs beyond ``limit``. So the rows add
+        up to the referrer's (page's) page views, as a breakdown's rows do. One round trip."""
         if (ref is None) == (path is None):
             raise QueryError("dimension", "pairs are of one referrer or of one page")
         if not 1 <= limit <= 1000:
@@ -500,10 +520,12 @@ class RealtimeQueries:
             suffix = f"{REFPAGE_SEPARATOR}{path}"
             held = [(v.removesuffix(suffix), v, n) for v, n in pairs if v.endswith(suffix)]
         own = sum(_num(next(raw)) for _ in own_keys)
-        rows: list[tuple[str, str | None, int]] = list(held)
-        if (rest := own - sum(n for _, _, n in held)) > 0:
-            rows.append((VALUE_OTHER, None, rest))
-        return sorted(rows, key=lambda row: (-row[2], row[0]))[:limit]
+        counts = {shown: n for shown, _, n in held}
+        members = {shown: member for shown, member, _ in held}
+        if (rest := own - sum(counts.values())) > 0:
+            counts[VALUE_OTHER] = rest
+        # The rows left out are added to (other) too, so the rows still add up.
+        return [(shown, members.get(shown), n) for shown, n in top_values(counts, limit, rest_as_other=True)]
 
     def referrer_pages(self, site: str, ref_domain: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
         """Which pages the referrer ``ref_domain`` (``(direct)`` for none) drives traffic to
@@ -633,11 +655,14 @@ class RealtimeQueries:
 
     # -- custom events, goals and engaged time -----------------------------------------------
 
-    def custom_events(self, site: str, start_ms: int, end_ms: int, limit: int = 10) -> list[EventRow]:
+    def custom_events(
+        self, site: str, start_ms: int, end_ms: int, limit: int = 10, *, rest_as_other: bool = False
+    ) -> list[EventRow]:
         """The ``limit`` custom events with most events in the range, with unique visitors (two
         round trips: the visitors of the names ranked). Names past a minute's cap are counted
-        under ``(other)``, which is ranked like a name."""
-        return self._event_rows(site, "event", "", start_ms, end_ms, limit)
+        under ``(other)``, which is ranked like a name; with ``rest_as_other`` so are the names
+        left out (:func:`top_values`; the row's visitors are then those past the caps only)."""
+        return self._event_rows(site, "event", "", start_ms, end_ms, limit, rest_as_other)
 
     def event_properties(
         self, site: str, event: str, prop: str, start_ms: int, end_ms: int, limit: int = 10
@@ -649,12 +674,14 @@ class RealtimeQueries:
         to no event, so the rows may add up to fewer events than the event had."""
         return self._event_rows(site, "event_prop", _prop_prefix(event, prop), start_ms, end_ms, limit)
 
-    def _event_rows(self, site: str, dim: str, prefix: str, start_ms: int, end_ms: int, limit: int) -> list[EventRow]:
+    def _event_rows(
+        self, site: str, dim: str, prefix: str, start_ms: int, end_ms: int, limit: int, rest_as_other: bool = False
+    ) -> list[EventRow]:
         if not 1 <= limit <= 1000:
             raise QueryError("limit", "must be between 1 and 1000")
         minutes = _minutes(start_ms, end_ms)
         ranked = self._run(lambda pipe: self._queue_union(pipe, self._top_keys(site, minutes, dim), prefix))
-        top = sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        top = top_values(ranked, limit, rest_as_other)
         pipe = Pipeline(self.clients)
         for value, _ in top:
             pipe.pfcount(*self._dim_visitor_keys(site, minutes, dim, prefix + value))
@@ -802,6 +829,22 @@ class RealtimeQueries:
             rising_referrers=rising_refs,
             flows=_flows(pairs),
         )
+
+
+def top_values(counts: dict[str, int], limit: int, rest_as_other: bool = False) -> list[tuple[str, int]]:
+    """The ``limit`` values with most counts, ties by value. With ``rest_as_other`` the counts
+    of the values left out go to the ``(other)`` row (added when needed, still ``limit`` rows
+    at most), so the rows add up to the whole: a ranking cut to a length stays exact."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if not rest_as_other or len(ranked) <= limit:
+        return ranked[:limit]
+    shown = ranked[:limit]
+    if all(value != VALUE_OTHER for value, _ in shown):
+        shown = ranked[: limit - 1]
+    rest = sum(n for value, n in ranked[len(shown) :])
+    merged = dict(shown)
+    merged[VALUE_OTHER] = merged.get(VALUE_OTHER, 0) + rest
+    return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def _rows(ranked: list[tuple[str, int]], visitors: list[int]) -> list[Row]:

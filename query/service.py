@@ -52,6 +52,10 @@ VISITORS_DAILY_SUM = (
     "sum of per-day counts: cookieless visitor ids rotate daily, so a visitor returning on another day "
     "counts again; each day's count is exact where settled, a HyperLogLog estimate elsewhere"
 )
+REALTIME_TOP_NOTE = (
+    f"realtime part: the top {REALTIME_TOP} {{what}} of each period; the rest, and the values past the speed "
+    f"layer's caps, are counted under {VALUE_OTHER}, so the rows add up"
+)
 OTHER_PAIRS_NOTE = (
     f"realtime part: {VALUE_OTHER} holds the page views of pairs past the speed layer's caps; their visitors "
     "are not told apart by referrer or page, so that row's visitors cover the settled days only"
@@ -328,17 +332,18 @@ class QueryService:
             notes.append(f"{dim} needs sessions, which only the nightly rollup builds: recent days are not included")
         elif realtime and dim in CUSTOM_EVENT_DIMENSIONS:
             for p in realtime:
-                for row in self.rt.custom_events(site.site_id, ms(p.start), ms(p.end), REALTIME_TOP):
+                rows = self.rt.custom_events(site.site_id, ms(p.start), ms(p.end), REALTIME_TOP, rest_as_other=True)
+                for row in rows:
                     sums = merged.setdefault(row.value, history.Sums())
                     sums.events += row.events
                     sums.visitors += row.visitors
-            notes.append(f"realtime part: the top {REALTIME_TOP} event names of each period")
+            notes.append(REALTIME_TOP_NOTE.format(what="event names"))
         elif realtime and dim in EVENT_DIMENSIONS:
             rankings = [(p, self._realtime_ranking(site.site_id, dim, p, ref, path)) for p in realtime]
             for _, ranking in rankings:
                 for value, (_, pageviews) in ranking.items():
                     merged.setdefault(value, history.Sums()).pageviews += pageviews
-            notes.append(f"realtime part: the top {REALTIME_TOP} values of each period")
+            notes.append(REALTIME_TOP_NOTE.format(what="values"))
             if (ref is not None or path is not None) and any(
                 ranking.get(VALUE_OTHER, ("", 0))[0] is None for _, ranking in rankings
             ):
@@ -380,7 +385,8 @@ class QueryService:
         if ref is not None or path is not None:
             pairs = self.rt.pairs(site_id, start, end, REALTIME_TOP, ref=ref, path=path)
             return {shown: (member, pv) for shown, member, pv in pairs}
-        return {value: (value, pv) for value, pv in self.rt.ranking(site_id, dim, start, end, REALTIME_TOP)}
+        ranked = self.rt.ranking(site_id, dim, start, end, REALTIME_TOP, rest_as_other=True)
+        return {value: (value, pv) for value, pv in ranked}
 
     def _add_realtime_engagement(
         self, site_id: str, dim: str, pieces: list[Piece], chosen: list[tuple[str, history.Sums]]

@@ -12,9 +12,11 @@ from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
 import api.auth
+from api.errors import INTERNAL_ERROR
 from footfall.config import Config
 from footfall.models import ApiKey
 from historical.store import BREAKDOWNS, RUNS, connect
+from query.runtime import get_service
 from tests.integration.api.conftest import SiteKey, make_site
 
 FILL = {
@@ -188,3 +190,30 @@ def test_schema_and_docs_are_served() -> None:
     docs = client.get("/api/v1/docs")
     assert docs.status_code == 200
     assert b"swagger" in docs.content.lower()
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_an_unexpected_error_answers_the_json_error_shape_and_is_logged(
+    site_key: SiteKey, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, fmt: str
+) -> None:
+    """A view that raises what nobody expected answers 500 in the API's error shape (never an
+    HTML page), and the traceback is in the log."""
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a stored value nobody expected")
+
+    monkeypatch.setattr(get_service(), "breakdown", broken)
+    client = Client(raise_request_exception=False)
+    with caplog.at_level("ERROR", logger="api.errors"):
+        response = site_key.get(client, "breakdown/pages", format=fmt)
+    assert response.status_code == 500
+    if fmt == "json":
+        assert response["Content-Type"] == "application/json"
+        assert response.json() == {"error": {"parameter": None, "message": INTERNAL_ERROR}}
+    else:
+        assert response["Content-Type"].startswith("text/csv")
+        assert response.content.decode().splitlines() == ["parameter,message", f",{INTERNAL_ERROR}"]
+    [record] = [r for r in caplog.records if r.name == "api.errors"]
+    assert record.exc_info is not None
+    assert "a stored value nobody expected" in str(record.exc_info[1])
+    assert "BreakdownView" in record.getMessage()

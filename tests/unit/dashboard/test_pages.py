@@ -163,4 +163,5 @@ def test_live_render_names_other_values_and_says_what_the_cap_is() -> None:
     sankey = json.loads(json.dumps(out[10], cls=plotly.utils.PlotlyJSONEncoder))["data"][0]
     assert sankey["node"]["label"] == ["other values", "other values"]
     assert sankey["link"]["value"] == [1000]
-    assert "1,000" in messages.OTHER_VALUES_NOTE and "10,000" in messages.OTHER_VALUES_NOTE
+    assert "1,000" in messages.OTHER_VALUES_NOTE
+    assert "10,000" in messages.OTHER_VALUES_NOTE

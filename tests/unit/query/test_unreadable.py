@@ -71,3 +71,12 @@ def test_the_other_row_is_shown_as_other_values_and_filters_nothing() -> None:
     ]
     assert tables.drill("pages", VALUE_OTHER) == (None, "pages")
     assert tables.drill("pages", "/a") == ({"dimension": "pages", "value": "/a"}, "referrers")
+
+
+def test_a_ranking_cut_to_length_keeps_its_total_under_other() -> None:
+    counts = {"/a": 5, "/b": 4, "/c": 3, VALUE_OTHER: 2, "/d": 1}
+    assert realtime.top_values(counts, 3) == [("/a", 5), ("/b", 4), ("/c", 3)]
+    assert realtime.top_values(counts, 3, rest_as_other=True) == [(VALUE_OTHER, 6), ("/a", 5), ("/b", 4)]
+    assert realtime.top_values({**counts, VALUE_OTHER: 9}, 2, rest_as_other=True) == [(VALUE_OTHER, 17), ("/a", 5)]
+    assert realtime.top_values(counts, 5, rest_as_other=True) == sorted(counts.items(), key=lambda kv: -kv[1])
+    assert sum(n for _, n in realtime.top_values(counts, 1, rest_as_other=True)) == sum(counts.values())
