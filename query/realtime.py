@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from cachetools import LRUCache, TTLCache
 
 from footfall.goals import EVENT_NAME, PAGE, GoalSpec
+from footfall.unreadable import skip
 from footfall.vocabulary import (
     ENGAGEMENT_DIMENSIONS,
     EVENT_COUNT_DIMENSIONS,
@@ -37,7 +38,6 @@ from footfall.vocabulary import (
     QueryError,
 )
 from query.fanout import FanoutPipeline as Pipeline
-from query.unreadable import skip
 from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MERGE_DELAY_MS, MERGED
 from realtime.store import CounterStore
 from realtime.trends import Rising, active_blocks, rank_rising
@@ -854,7 +854,7 @@ def _rows(ranked: list[tuple[str, int]], visitors: list[int]) -> list[Row]:
 def _flows(ranked: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
     """Referrer→page values as ``(referrer, page, page views)``: ``(other)`` (the pairs past a
     bucket's cap) as a flow from ``(other)`` to ``(other)``; a value without the separator is
-    skipped and counted (:mod:`query.unreadable`)."""
+    skipped and counted (:mod:`footfall.unreadable`)."""
     flows = []
     for value, pageviews in ranked:
         if value == VALUE_OTHER:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
 from footfall.config import Config
+from footfall.unreadable import skip
 from footfall_capture.kafka import client_config
 from realtime.store import CounterStore
 
@@ -37,15 +39,32 @@ def consumer_lag(cfg: Config, group: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+def _heartbeat(beat: bytes) -> dict[str, Any] | None:
+    """A worker's heartbeat as its worker wrote it (``at`` and ``events_per_s`` numbers), else None."""
+    try:
+        info = json.loads(beat)
+    except ValueError:
+        return None
+    if not isinstance(info, dict):
+        return None
+    numbers = [info.get(name) for name in ("at", "events_per_s")]
+    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+        return None
+    return info
+
+
 def realtime_health(cfg: Config, store: CounterStore, group: str) -> dict[str, object]:
     now = int(time.time() * 1000)
     lag = consumer_lag(cfg, group, cfg.events_topic)
     stats = store.stats()
     workers = {}
     for worker, beat in store.client.hgetall(store.layout.workers).items():
-        info = json.loads(beat)
+        info = _heartbeat(beat)
+        if info is None:
+            skip("worker heartbeat", beat)
+            continue
         info["alive"] = now - info["at"] < STALE_WORKER_MS
-        workers[worker.decode()] = info
+        workers[worker.decode(errors="replace")] = info
     return {
         "at": now,
         "group": group,

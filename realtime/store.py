@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import redis
 
+from footfall.unreadable import skip
 from footfall.vocabulary import VALUE_OTHER
 from footfall_capture.events import Event
 from realtime.aggregate import AmountOp, Batch, ValueOp, aggregate
@@ -335,8 +336,11 @@ class CounterStore:
         totals: dict[str, int] = {}
         for client in self.shards:
             for name, value in client.hgetall(self.layout.stats).items():
-                key = name.decode() if isinstance(name, bytes) else name
-                totals[key] = totals.get(key, 0) + int(value)
+                key = name.decode(errors="replace") if isinstance(name, bytes) else name
+                try:
+                    totals[key] = totals.get(key, 0) + int(value)
+                except ValueError:  # a stray field: the health panel still shows the rest
+                    skip("stats field", (key, value))
         return totals
 
     def _args(self, batch: Batch, offsets: Offsets, group: str, now_ms: int, duplicates: int) -> list[object]:

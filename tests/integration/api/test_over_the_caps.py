@@ -12,7 +12,7 @@ import random
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 import redis
@@ -27,11 +27,19 @@ from dashboard.live import OUTPUTS as LIVE_OUTPUTS
 from dashboard.models import SiteAccess
 from footfall.config import Config
 from footfall.models import Goal
-from footfall.vocabulary import API_DIMENSIONS, CUSTOM_EVENT_DIMENSIONS, SESSION_DIMENSIONS, VALUE_OTHER
+from footfall.unreadable import Unreadable
+from footfall.vocabulary import (
+    API_DIMENSIONS,
+    CUSTOM_EVENT_DIMENSIONS,
+    REFPAGE_SEPARATOR,
+    SESSION_DIMENSIONS,
+    VALUE_OTHER,
+)
 from footfall_capture.events import SCHEMA_VERSION, Event, UserAgent, Utm, new_event_id
 from query.realtime import RealtimeQueries
 from query.runtime import get_conversions, get_health, get_service
 from query.service import SiteInfo
+from realtime.health import realtime_health
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from tests.integration.api.conftest import SiteKey, make_site
@@ -280,3 +288,44 @@ def test_every_reader_answers_over_the_caps(clients: list[redis.Redis], readers:
         other = [r for r in rows if r["id"] == VALUE_OTHER]
         assert all(r["value"] == "other values" for r in other)
         assert (not other) or "other values" in table["hist-table-note"]["children"]
+
+
+@pytest.mark.django_db
+def test_unreadable_stored_values_are_skipped_and_counted(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pair without its separator, a member that is not UTF-8, a count that is not a number,
+    a stray stats field and a heartbeat that is not JSON: every reader answers, and says once
+    what it skipped."""
+    client = redis.Redis.from_url(urlsplit(cfg.redis_url)._replace(path="/12").geturl())
+    client.flushdb()
+    store = CounterStore([client])
+    monkeypatch.setattr(get_service(), "rt", RealtimeQueries(store))
+    site_key = make_site(tz="UTC")
+    site, layout = site_key.site.site_id, store.layout
+    minute = int(get_service().now().timestamp()) // 60 - 1
+    client.zadd(layout.top(site, minute, "refpage"), {"stray": 3, f"a.com{REFPAGE_SEPARATOR}/x": 2, VALUE_OTHER: 4})
+    client.zadd(layout.top(site, minute, "page"), {b"/\xff\xfe": 1, "/x": 2})
+    client.hset(layout.counters(site, minute), mapping={"pageviews": "not a number", "events": 7})
+    client.hset(layout.stats, mapping={"events": 5, "bogus": "x"})
+    client.hset(layout.workers, mapping={"w1": "{not json", "w2": json.dumps({"at": 1}), "w3": "[]"})
+    unreadable = Unreadable()  # this test's own counts and log lines
+    monkeypatch.setattr("query.realtime.skip", unreadable.skip)
+    monkeypatch.setattr("realtime.store.skip", unreadable.skip)
+    monkeypatch.setattr("realtime.health.skip", unreadable.skip)
+    with caplog.at_level("WARNING", logger="footfall.unreadable"):
+        live = ok(site_key.get(Client(), "realtime", minutes=5))
+        assert store.stats() == {"events": 5}
+        assert realtime_health(cfg, store, "no-such-group")["workers"] == {}
+    assert live["flows"] == [
+        {"referrer": VALUE_OTHER, "page": VALUE_OTHER, "pageviews": 4},
+        {"referrer": "a.com", "page": "/x", "pageviews": 2},
+    ]
+    assert [r["value"] for r in live["top_pages"]] == ["/x"]
+    assert live["pageviews"] == 0
+    # Counted each time a reader meets them (the live view reads pages and counters twice).
+    skipped = unreadable.totals()
+    assert set(skipped) == {"refpage value", "page value", "count", "stats field", "worker heartbeat"}
+    assert skipped["worker heartbeat"] == 3
+    assert len(caplog.records) == 5  # one line per kind
+    client.flushdb()

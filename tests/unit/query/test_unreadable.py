@@ -9,9 +9,9 @@ import logging
 import pytest
 
 from dashboard import tables
+from footfall.unreadable import Unreadable
 from footfall.vocabulary import REFPAGE_SEPARATOR, VALUE_OTHER
 from query import realtime
-from query.unreadable import Unreadable
 
 
 def test_the_overflow_pairs_are_one_flow_from_other_to_other() -> None:
@@ -21,7 +21,7 @@ def test_the_overflow_pairs_are_one_flow_from_other_to_other() -> None:
 
 def test_a_pair_without_its_separator_is_skipped_and_counted(caplog: pytest.LogCaptureFixture) -> None:
     before = realtime.skip.__self__.totals().get("refpage value", 0)
-    with caplog.at_level(logging.WARNING, logger="query.unreadable"):
+    with caplog.at_level(logging.WARNING, logger="footfall.unreadable"):
         flows = realtime._flows([("stray", 5), (f"a.com{REFPAGE_SEPARATOR}/x", 2)])
     assert flows == [("a.com", "/x", 2)]
     assert realtime.skip.__self__.totals()["refpage value"] == before + 1
@@ -46,7 +46,7 @@ def test_unreadable_counts_and_members_read_as_nothing() -> None:
 def test_each_kind_is_logged_at_most_once_a_minute_with_what_it_skipped(caplog: pytest.LogCaptureFixture) -> None:
     now = [1000.0]
     unreadable = Unreadable(every_s=60, clock=lambda: now[0])
-    with caplog.at_level(logging.WARNING, logger="query.unreadable"):
+    with caplog.at_level(logging.WARNING, logger="footfall.unreadable"):
         for _ in range(5):
             unreadable.skip("refpage value", "stray")
         unreadable.skip("count", b"x")

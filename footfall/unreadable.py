@@ -1,8 +1,8 @@
-"""Stored values the read path cannot parse: skipped, counted, and logged at most once a
-minute per kind.
+"""Stored values a reader cannot parse: skipped, counted, and logged at most once a minute
+per kind.
 
 A reader meets data it did not write: a member without the separator its dimension joins,
-bytes that are not UTF-8, a counter that is not a number, a stray key. None of these may
+bytes that are not UTF-8, a counter that is not a number, a stray field or heartbeat. None of these may
 turn a view into an error page, and a bad key read by every poll of every open dashboard
 must not flood the log either. So each kind of unreadable value is counted, and one line a
 minute per kind says how many were skipped since the last and shows one example.
@@ -52,7 +52,7 @@ class Unreadable:
                 return
             count, example = pending.count, pending.example
             pending.count, pending.example, pending.logged_at = 0, "", now
-        log.warning("skipped %d unreadable %s(s) stored in the realtime store, e.g. %s", count, kind, example)
+        log.warning("skipped %d unreadable stored %s(s), e.g. %s", count, kind, example)
 
     def totals(self) -> dict[str, int]:
         """Values skipped per kind since this object was made."""
