@@ -56,9 +56,9 @@ def test_each_kind_is_logged_at_most_once_a_minute_with_what_it_skipped(caplog: 
         unreadable.skip("refpage value", "after a minute")
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 3  # the first of each kind, then one line a minute later
-    assert "skipped 1 unreadable refpage value(s)" in lines[0]
-    assert "skipped 1 unreadable count(s)" in lines[1]
-    assert "skipped 6 unreadable refpage value(s)" in lines[2]  # the 4 + 1 held back, and this one
+    assert "skipped 1 unreadable stored refpage value(s)" in lines[0]
+    assert "skipped 1 unreadable stored count(s)" in lines[1]
+    assert "skipped 6 unreadable stored refpage value(s)" in lines[2]  # the 4 + 1 held back, and this one
     assert "'stray'" in lines[2]  # the first one held back
     assert unreadable.totals() == {"refpage value": 7, "count": 1}
 
