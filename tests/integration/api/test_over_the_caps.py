@@ -43,6 +43,7 @@ from realtime.health import realtime_health
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from tests.integration.api.conftest import SiteKey, make_site
+from tests.integration.dash_callbacks import post_callback
 from tests.integration.realtime.conftest import shard_urls
 
 DEVICES = ("desktop", "mobile", "tablet", "other")
@@ -162,20 +163,6 @@ def ok(response) -> dict:
     return response.json()
 
 
-def dash(client: Client, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, object]]) -> dict:
-    """Post one Dash callback as the renderer does; its ``response`` ({id: {property: value}})."""
-    body = {
-        "output": "...".join(f"{i}.{p}" for i, p in outputs).join(("..", "..")),
-        "outputs": [{"id": i, "property": p} for i, p in outputs],
-        "inputs": [{"id": i, "property": p, "value": v} for i, p, v in inputs],
-        "state": [],
-        "changedPropIds": [f"{inputs[0][0]}.{inputs[0][1]}"],
-    }
-    response = client.post("/dashboard/_dash-update-component", json.dumps(body), content_type="application/json")
-    assert response.status_code == 200, response.content[:400]
-    return response.json()["response"]
-
-
 def sums(rows: list[dict], metric: str = "pageviews") -> int:
     return sum(int(r[metric] or 0) for r in rows)
 
@@ -265,7 +252,7 @@ def test_every_reader_answers_over_the_caps(clients: list[redis.Redis], readers:
 
     # The dashboard's live and history views, through Dash as a browser posts them.
     browser = signed_in(site_key)
-    shown = dash(browser, [(o.component_id, o.component_property) for o in LIVE_OUTPUTS],
+    shown = post_callback(browser, [(o.component_id, o.component_property) for o in LIVE_OUTPUTS],
                  [("live-tick", "n_intervals", 1), ("site", "value", site), ("live-minutes", "value", 60)])  # fmt: skip
     assert shown["live-error"]["hidden"] is True
     tables = shown["live-top-pages"]["data"] + shown["live-top-refs"]["data"]
@@ -274,7 +261,7 @@ def test_every_reader_answers_over_the_caps(clients: list[redis.Redis], readers:
              "compare": False, "notes": []}  # fmt: skip
     # Pages, and one more table each example (the API's breakdowns above cover every one each time).
     for dim in dict.fromkeys(("pages", VIEW_DIMENSIONS[shape.seed % len(VIEW_DIMENSIONS)])):
-        table = dash(
+        table = post_callback(
             browser,
             [("hist-table", "data"), ("hist-table", "columns"), ("hist-table", "active_cell"),
              ("hist-table", "selected_cells"), ("hist-table", "page_current"), ("hist-table-note", "children"),

@@ -34,6 +34,7 @@ from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from tests.integration.api.conftest import SiteKey
+from tests.integration.dash_callbacks import post_callback
 
 SPAM = 2 * MINUTE_VALUES
 PAGES = ("/", "/pricing", "/blog", "/docs", "/about")
@@ -68,21 +69,6 @@ def start_at_the_end(cfg: Config, group: str) -> None:
                 time.sleep(0.2)
     finally:
         consumer.close()
-
-
-def dash(client: Client, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, object]],
-         state: list[tuple[str, str, object]] = ()) -> dict:  # fmt: skip
-    body = {
-        "output": "...".join(f"{i}.{p}" for i, p in outputs).join(("..", "..") if len(outputs) > 1 else ("", "")),
-        "outputs": [{"id": i, "property": p} for i, p in outputs] if len(outputs) > 1 else
-                   {"id": outputs[0][0], "property": outputs[0][1]},
-        "inputs": [{"id": i, "property": p, "value": v} for i, p, v in inputs],
-        "state": [{"id": i, "property": p, "value": v} for i, p, v in state],
-        "changedPropIds": [f"{inputs[0][0]}.{inputs[0][1]}"],
-    }  # fmt: skip
-    response = client.post("/dashboard/_dash-update-component", json.dumps(body), content_type="application/json")
-    assert response.status_code == 200, response.content[:400]
-    return response.json()["response"]
 
 
 @pytest.mark.django_db
@@ -143,7 +129,7 @@ def test_referrer_spam_in_one_minute_leaves_every_view_answering_exactly(
     browser = Client()
     browser.force_login(account)
     inputs = [("live-tick", "n_intervals", 1), ("site", "value", site.site_id), ("live-minutes", "value", 30)]
-    shown = dash(browser, [(o.component_id, o.component_property) for o in LIVE_OUTPUTS], inputs)
+    shown = post_callback(browser, [(o.component_id, o.component_property) for o in LIVE_OUTPUTS], inputs)
     assert shown["live-error"]["hidden"] is True
     assert shown["live-pageviews"]["children"] == f"{SPAM:,}"
     assert {"value": "other values", "pageviews": SPAM - MINUTE_VALUES} in [
@@ -177,7 +163,7 @@ def test_referrer_spam_in_one_minute_leaves_every_view_answering_exactly(
     # The dashboard's Download CSV of the referrers table: every row, adding up.
     day = time.strftime("%Y-%m-%d", time.gmtime(minute / 1000))
     store = {"site": site.site_id, "first": day, "last": day, "compare": False, "notes": []}
-    download = dash(browser, [("hist-csv", "data")], [("hist-csv-button", "n_clicks", 1)],
+    download = post_callback(browser, [("hist-csv", "data")], [("hist-csv-button", "n_clicks", 1)],
                     [("hist-range", "data", store), ("hist-dim", "value", "referrers"), ("hist-filter", "data", None),
                      ("hist-goal-filter", "data", None)])  # fmt: skip
     rows = list(csv.DictReader(io.StringIO(download["hist-csv"]["data"]["content"])))

@@ -20,6 +20,7 @@ from dashboard.alerts import REFRESH_OUTPUTS, permission
 from dashboard.alerts_layout import ACTIONS, RULE_FIELDS, TABLE_IDS, button_id, error_id, trigger
 from dashboard.models import ShareLink, SiteAccess
 from footfall.models import Goal, Site
+from tests.integration.dash_callbacks import post_callback as post
 
 PASSWORD = "correct horse battery staple 42"
 
@@ -80,26 +81,6 @@ def signed_in(name: str, *sites: Site, perms: tuple[str, ...] = (), staff: bool 
 
 def manager(world: World) -> Client:
     return signed_in("manager", world.site, perms=ALERT_PERMISSIONS)
-
-
-def post(client: Client, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, object]],
-         state: list[tuple[str, str, object]] = (), changed: str | None = None) -> dict:  # fmt: skip
-    """Post one callback as Dash's renderer does; its ``response`` ({id: {property: value}}).
-    Dash sends a single output's spec on its own, several as a list."""
-    specs = [{"id": i, "property": p} for i, p in outputs]
-    body = {
-        # Dash names a single output "id.prop", several "..id.prop...id.prop..".
-        "output": "...".join(f"{i}.{p}" for i, p in outputs).join(("..", "..") if len(outputs) > 1 else ("", "")),
-        "outputs": specs if len(specs) > 1 else specs[0],
-        "inputs": [{"id": i, "property": p, "value": v} for i, p, v in inputs],
-        "state": [{"id": i, "property": p, "value": v} for i, p, v in state],
-        "changedPropIds": [changed or f"{inputs[0][0]}.{inputs[0][1]}"],
-    }
-    response = client.post("/dashboard/_dash-update-component", json.dumps(body), content_type="application/json")
-    if response.status_code == 204:  # every output unchanged
-        return {}
-    assert response.status_code == 200, response.content[:300]
-    return response.json()["response"]
 
 
 def refresh(client: Client, site_id: str) -> dict:
