@@ -348,6 +348,10 @@ class QueryService:
                 ranking.get(VALUE_OTHER, ("", 0))[0] is None for _, ranking in rankings
             ):
                 notes.append(OTHER_PAIRS_NOTE)
+            if dim in ENGAGEMENT_DIMENSIONS and ref is None and path is None:
+                self._add_realtime_engagement(site.site_id, dim, rankings, merged)
+                if "scroll_depth" in metrics:
+                    notes.append("scroll_depth covers the settled days only: the speed layer does not keep it")
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         notes.append(self.visitor_note(pieces, rng))
@@ -358,10 +362,6 @@ class QueryService:
         if rankings and chosen:
             redis_dim = "refpage" if ref is not None or path is not None else dim
             self._add_realtime_visitors(site.site_id, redis_dim, rankings, chosen)
-        if realtime and chosen and dim in ENGAGEMENT_DIMENSIONS and ref is None and path is None:
-            self._add_realtime_engagement(site.site_id, dim, realtime, chosen)
-            if "scroll_depth" in metrics:
-                notes.append("scroll_depth covers the settled days only: the speed layer does not keep it")
         return {
             "site_id": site.site_id,
             "from": iso(rng.start),
@@ -389,16 +389,21 @@ class QueryService:
         return {value: (value, pv) for value, pv in ranked}
 
     def _add_realtime_engagement(
-        self, site_id: str, dim: str, pieces: list[Piece], chosen: list[tuple[str, history.Sums]]
+        self,
+        site_id: str,
+        dim: str,
+        rankings: list[tuple[Piece, dict[str, tuple[str | None, int]]]],
+        merged: dict[str, history.Sums],
     ) -> None:
-        """Add each realtime piece's engaged time and reports to the rows shown."""
-        values = [value for value, _ in chosen]
-        for p in pieces:
-            found = self.rt.engagement(site_id, dim, ms(p.start), ms(p.end), values)
-            for value, sums in chosen:
-                if (got := found.get(value)) is not None:
-                    sums.engaged_ms += got.engaged_ms
-                    sums.engagements += got.reports
+        """Add each realtime piece's engaged time and reports to its rows: a value the piece's
+        ranking does not hold (its page views went to ``(other)``, past a cap or the top
+        values) adds them to the ``(other)`` row, which engagement's own caps fill too, so the
+        rows' engaged time adds up to the piece's."""
+        for p, ranking in rankings:
+            for value, got in self.rt.engagement(site_id, dim, ms(p.start), ms(p.end)).items():
+                sums = merged.setdefault(value if value in ranking else VALUE_OTHER, history.Sums())
+                sums.engaged_ms += got.engaged_ms
+                sums.engagements += got.reports
 
     def _add_realtime_visitors(
         self,

@@ -53,18 +53,25 @@ def _heartbeat(beat: bytes) -> dict[str, Any] | None:
     return info
 
 
-def realtime_health(cfg: Config, store: CounterStore, group: str) -> dict[str, object]:
-    now = int(time.time() * 1000)
-    lag = consumer_lag(cfg, group, cfg.events_topic)
-    stats = store.stats()
+def worker_heartbeats(store: CounterStore, now_ms: int) -> dict[str, dict[str, Any]]:
+    """Each worker's last heartbeat, with ``alive``: whether it beat in the last
+    :data:`STALE_WORKER_MS`; one that is not a worker's JSON is skipped and counted."""
     workers = {}
     for worker, beat in store.client.hgetall(store.layout.workers).items():
         info = _heartbeat(beat)
         if info is None:
             skip("worker heartbeat", beat)
             continue
-        info["alive"] = now - info["at"] < STALE_WORKER_MS
+        info["alive"] = now_ms - info["at"] < STALE_WORKER_MS
         workers[worker.decode(errors="replace")] = info
+    return workers
+
+
+def realtime_health(cfg: Config, store: CounterStore, group: str) -> dict[str, object]:
+    now = int(time.time() * 1000)
+    lag = consumer_lag(cfg, group, cfg.events_topic)
+    stats = store.stats()
+    workers = worker_heartbeats(store, now)
     return {
         "at": now,
         "group": group,
