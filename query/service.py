@@ -395,13 +395,13 @@ class QueryService:
         rankings: list[tuple[Piece, dict[str, tuple[str | None, int]]]],
         merged: dict[str, history.Sums],
     ) -> None:
-        """Add each realtime piece's engaged time and reports to its rows: a value the piece's
-        ranking does not hold (its page views went to ``(other)``, past a cap or the top
-        values) adds them to the ``(other)`` row, which engagement's own caps fill too, so the
-        rows' engaged time adds up to the piece's."""
-        for p, ranking in rankings:
+        """Add each realtime piece's engaged time and reports to the rows: a value with no row
+        (its page views went to ``(other)``, past a cap or the top values) adds them to the
+        ``(other)`` row, which engagement's own caps fill too, so the rows' engaged time adds
+        up. A report's page may have its row from another day (viewed before midnight)."""
+        for p, _ in rankings:
             for value, got in self.rt.engagement(site_id, dim, ms(p.start), ms(p.end)).items():
-                sums = merged.setdefault(value if value in ranking else VALUE_OTHER, history.Sums())
+                sums = merged.setdefault(value if value in merged else VALUE_OTHER, history.Sums())
                 sums.engaged_ms += got.engaged_ms
                 sums.engagements += got.reports
 
