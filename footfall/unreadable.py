@@ -40,7 +40,7 @@ class Unreadable:
         self._lock = threading.Lock()  # readers run in gthread workers and Dash callbacks at once
 
     def skip(self, kind: str, value: object) -> None:
-        """Record that one stored ``value`` of ``kind`` (e.g. ``"refpage pair"``) was skipped."""
+        """Record that one stored ``value`` of ``kind`` (e.g. ``"refpage value"``) was skipped."""
         now = self.clock()
         with self._lock:
             pending = self._kinds.setdefault(kind, _Pending())

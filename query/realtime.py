@@ -413,20 +413,16 @@ class RealtimeQueries:
         start_ms: int,
         end_ms: int,
         limit: int = 10,
-        prefix: str | None = None,
         *,
         rest_as_other: bool = False,
     ) -> list[tuple[str, int]]:
         """The ``limit`` values of ``dim`` with most page views in the range, as ``(value, page views)``.
 
-        ``prefix`` keeps only values starting with it (used for referrer→page pairs). With
-        ``rest_as_other`` the values left out are added to the ``(other)`` row (see
+        With ``rest_as_other`` the values left out are added to the ``(other)`` row (see
         :func:`top_values`), so the rows add up to the range's page views. No visitors: those
         cost a PFCOUNT over the value's sketches (:meth:`visitors`), so callers count them only
         for the rows they show."""
-        return self._run(
-            lambda pipe: self._queue_ranking(pipe, site, dim, start_ms, end_ms, limit, prefix, rest_as_other)
-        )
+        return self._run(lambda pipe: self._queue_ranking(pipe, site, dim, start_ms, end_ms, limit, rest_as_other))
 
     def _queue_ranking(
         self,
@@ -436,7 +432,6 @@ class RealtimeQueries:
         start_ms: int,
         end_ms: int,
         limit: int,
-        prefix: str | None = None,
         rest_as_other: bool = False,
     ) -> Parse[list[tuple[str, int]]]:
         _check_dim(dim)
@@ -448,8 +443,7 @@ class RealtimeQueries:
         pipe.zunion(self._top_keys(site, minutes, dim), withscores=True)
 
         def parse(raw: Iterator[Any]) -> list[tuple[str, int]]:
-            totals = {v: n for v, n in _scores(next(raw), f"{dim} value") if prefix is None or v.startswith(prefix)}
-            return top_values(totals, limit, rest_as_other)
+            return top_values(dict(_scores(next(raw), f"{dim} value")), limit, rest_as_other)
 
         return parse
 
@@ -480,11 +474,9 @@ class RealtimeQueries:
             pipe.pfcount(*self._dim_visitor_keys(site, minutes, dim, value))
         return lambda raw: [int(next(raw)) for _ in values]
 
-    def top(
-        self, site: str, dim: str, start_ms: int, end_ms: int, limit: int = 10, prefix: str | None = None
-    ) -> list[Row]:
+    def top(self, site: str, dim: str, start_ms: int, end_ms: int, limit: int = 10) -> list[Row]:
         """The ``limit`` values of ``dim`` with most page views in the range, with visitors."""
-        ranked = self.ranking(site, dim, start_ms, end_ms, limit, prefix)
+        ranked = self.ranking(site, dim, start_ms, end_ms, limit)
         visitors = self.visitors(site, dim, start_ms, end_ms, [value for value, _ in ranked])
         return _rows(ranked, visitors)
 

@@ -349,7 +349,7 @@ class QueryService:
             ):
                 notes.append(OTHER_PAIRS_NOTE)
             if dim in ENGAGEMENT_DIMENSIONS and ref is None and path is None:
-                self._add_realtime_engagement(site.site_id, dim, rankings, merged)
+                self._add_realtime_engagement(site.site_id, dim, realtime, merged)
                 if "scroll_depth" in metrics:
                     notes.append("scroll_depth covers the settled days only: the speed layer does not keep it")
         if any(p.source == "missing" for p in pieces):
@@ -392,14 +392,14 @@ class QueryService:
         self,
         site_id: str,
         dim: str,
-        rankings: list[tuple[Piece, dict[str, tuple[str | None, int]]]],
+        pieces: list[Piece],
         merged: dict[str, history.Sums],
     ) -> None:
         """Add each realtime piece's engaged time and reports to the rows: a value with no row
         (its page views went to ``(other)``, past a cap or the top values) adds them to the
         ``(other)`` row, which engagement's own caps fill too, so the rows' engaged time adds
         up. A report's page may have its row from another day (viewed before midnight)."""
-        for p, _ in rankings:
+        for p in pieces:
             for value, got in self.rt.engagement(site_id, dim, ms(p.start), ms(p.end)).items():
                 sums = merged.setdefault(value if value in merged else VALUE_OTHER, history.Sums())
                 sums.engaged_ms += got.engaged_ms
