@@ -18,7 +18,7 @@ import datetime as dt
 import time
 from contextlib import AbstractContextManager
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -27,6 +27,8 @@ from footfall.config import footfall_config
 from footfall_capture.kafka import client_config
 from historical.management.archive_lock_option import add_lock_timeout, holding_archive_lock
 from historical.rollups import RollupFailed, legacy_change_days, run_rollup, site_zones
+
+RETRY_COMMITTED = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
 
 
 def _date(value: str) -> dt.date:
@@ -129,7 +131,14 @@ class Command(BaseCommand):
             target = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
             deadline = time.monotonic() + seconds
             while True:
-                done = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
+                try:
+                    done = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
+                except KafkaException as exc:
+                    # A broker that has just started answers "not coordinator" (or "loading")
+                    # until it has found the group's coordinator: ask again within the wait.
+                    if exc.args[0].code() not in RETRY_COMMITTED:
+                        raise
+                    done = {tp.partition: -1 for tp in tps}
                 behind = sum(max(0, end - max(done[p], 0)) for p, end in target.items())
                 if behind == 0:
                     return
