@@ -111,6 +111,53 @@ def spark_submit_env(cfg: Config) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable, MONGO_URL_VARIABLE: cfg.mongo_url}
 
 
+@dataclass(frozen=True)
+class RollupPlan:
+    """What one rollup covers: its local days, each site's time zone and the definitions it
+    counts (those of the sites rolled up only)."""
+
+    first: dt.date
+    last: dt.date
+    zones: dict[str, str]
+    goals: dict[str, Sequence[GoalSpec]]
+    funnels: dict[str, Sequence[FunnelSpec]]
+
+
+def plan_rollup(
+    first: dt.date,
+    last: dt.date,
+    site_ids: Sequence[str] | None = None,
+    funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
+    goals: Mapping[str, Sequence[GoalSpec]] | None = None,
+) -> RollupPlan:
+    """The rollup of ``[first, last]`` (local days) for the sites (all when None).
+
+    ``goals`` and ``funnels``: each site's definitions, all of them (those of sites not rolled
+    up are ignored); None reads them from the models (:meth:`footfall.models.Goal.specs_by_site`).
+    Raises ValueError for an unknown site or a last day before the first."""
+    if last < first:
+        raise ValueError("the last day is before the first")
+    zones = site_zones(site_ids)
+    if goals is None:
+        goals = Goal.specs_by_site(sorted(zones)) if zones else {}
+    if funnels is None:
+        funnels = Funnel.specs_by_site(sorted(zones)) if zones else {}
+    return RollupPlan(
+        first, last, zones,
+        goals={site: specs for site, specs in goals.items() if site in zones},
+        funnels={site: specs for site, specs in funnels.items() if site in zones},
+    )  # fmt: skip
+
+
+def announce_rollup(cfg: Config, days: Sequence[tuple[str, str]], zones: dict[str, str]) -> dict[str, dict]:
+    """Send :data:`historical.signals.rollup_finished` for the ``(site, day)`` pairs loaded;
+    return the drift its receivers report, by ``site|day``."""
+    drift: dict[str, dict] = {}
+    for _receiver, found in rollup_finished.send(sender=run_rollup, cfg=cfg, days=list(days), zones=zones):
+        drift.update(found or {})
+    return drift
+
+
 def run_rollup(
     cfg: Config,
     first: dt.date,
@@ -121,37 +168,27 @@ def run_rollup(
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
     goals: Mapping[str, Sequence[GoalSpec]] | None = None,
 ) -> RollupResult:
-    """Roll up ``[first, last]`` (local days) for the sites, then announce the days loaded.
+    """Roll up ``[first, last]`` (local days) for the sites with ``spark-submit``, then
+    announce the days loaded (:func:`announce_rollup`).
 
-    ``goals`` and ``funnels``: each site's definitions, all of them (those of sites not rolled
-    up are ignored); None reads them from the models (:meth:`footfall.models.Goal.specs_by_site`).
-    Each rolled-up day gets a goal breakdown and a funnel document for every definition given,
-    and loses those of definitions not given."""
-    if last < first:
-        raise ValueError("the last day is before the first")
-    zones = site_zones(site_ids)
-    result = RollupResult()
-    if not zones:
-        return result
-    if goals is None:
-        goals = Goal.specs_by_site(sorted(zones))
-    if funnels is None:
-        funnels = Funnel.specs_by_site(sorted(zones))
-    goals = {site: specs for site, specs in goals.items() if site in zones}
-    funnels = {site: specs for site, specs in funnels.items() if site in zones}
+    ``goals``, ``funnels``: as for :func:`plan_rollup`. Each rolled-up day gets a goal breakdown
+    and a funnel document for every definition given, and loses those of definitions not given."""
+    plan = plan_rollup(first, last, site_ids, funnels, goals)
+    if not plan.zones:
+        return RollupResult()
     with (
         spark_properties_file(archive_spark_conf(cfg)) as properties,
-        definitions_file(funnels) as funnels_path,
-        definitions_file(goals) as goals_path,
+        definitions_file(plan.funnels) as funnels_path,
+        definitions_file(plan.goals) as goals_path,
     ):
         master = master or cfg.spark_master
-        command = spark_submit_command(cfg, master, first, last, zones, properties, funnels_path, goals_path)
-        return _run_job(cfg, command, spark_submit_env(cfg), zones, on_day)
+        command = spark_submit_command(cfg, master, first, last, plan.zones, properties, funnels_path, goals_path)
+        result = _run_job(command, spark_submit_env(cfg), on_day)
+    result.drift = announce_rollup(cfg, result.days, plan.zones)
+    return result
 
 
-def _run_job(
-    cfg: Config, command: list[str], env: dict[str, str], zones: dict[str, str], on_day: Callable[[str, str], None]
-) -> RollupResult:
+def _run_job(command: list[str], env: dict[str, str], on_day: Callable[[str, str], None]) -> RollupResult:
     """Run the job's ``command``, passing on each day it loaded; raise :class:`RollupFailed` if it fails."""
     result = RollupResult()
     proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
@@ -175,8 +212,6 @@ def _run_job(
         raise
     if proc.wait() != 0:
         raise RollupFailed(f"spark job failed (exit {proc.returncode}):\n{stderr[-4000:]}")
-    for _receiver, drift in rollup_finished.send(sender=run_rollup, cfg=cfg, days=result.days, zones=zones):
-        result.drift.update(drift or {})
     return result
 
 
