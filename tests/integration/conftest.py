@@ -6,18 +6,27 @@ These tests never skip when a service is missing: a missing service is a failed 
 
 from __future__ import annotations
 
+import inspect
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pymongo
 import pytest
 import redis
 from confluent_kafka.admin import AdminClient, NewTopic
+from playwright.sync_api import Browser
 
 from footfall.config import Config
 from footfall_capture.kafka import client_config
 from query.health import check_all
+from tests.integration.chromium import BrowserThread
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -26,6 +35,60 @@ def services_up(cfg: Config) -> None:
     problems = {name: err for name, err in check_all(cfg).items() if err}
     if problems:
         pytest.fail(f"services not reachable (start them with deploy/local/test.sh): {problems}", pytrace=False)
+
+
+def stack(*args: str) -> None:
+    """``python -m deploy.local.stack ARGS`` on the test stack (this process's environment,
+    which deploy/local/test.sh points at it); the test fails with its output if it fails."""
+    out = subprocess.run([sys.executable, "-m", "deploy.local.stack", *args], cwd=REPO, capture_output=True,
+                         text=True, timeout=900)  # fmt: skip
+    if out.returncode != 0:
+        pytest.fail(f"stack {' '.join(args)} failed:\n{(out.stdout + out.stderr)[-4000:]}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster() -> Iterator[str]:
+    """The stack's Spark standalone cluster (``stack start spark-cluster``): its master's URL.
+    Started by the first test that needs it, stopped at the end of the run: few tests use it."""
+    stack("start", "spark-cluster")
+    yield os.environ["FOOTFALL_SPARK_CLUSTER"]
+    stack("stop", "spark-cluster")
+
+
+@pytest.fixture(scope="session")
+def minio() -> Iterator[str]:
+    """The stack's S3 server (``stack start minio``): its endpoint. Started by the first test
+    that needs it, stopped at the end of the run."""
+    stack("start", "minio")
+    yield os.environ["ARCHIVE_S3_ENDPOINT"]
+    stack("stop", "minio")
+
+
+@pytest.fixture(scope="session")
+def browser_thread() -> Iterator[BrowserThread]:
+    thread = BrowserThread()
+    yield thread
+    thread.close()
+
+
+@pytest.fixture
+def shared_browser(browser_thread: BrowserThread) -> Iterator[Browser]:
+    """The run's one Chromium (launched by the first test that asks); a test opens its own
+    contexts, which are closed after it. The test's body runs in the browser's thread
+    (:func:`pytest_pyfunc_call`)."""
+    yield browser_thread.browser()
+    browser_thread.close_contexts()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run the body of a test using ``shared_browser`` in the browser's thread."""
+    if "shared_browser" not in pyfuncitem.fixturenames:
+        return None
+    thread: BrowserThread = pyfuncitem.funcargs["browser_thread"]
+    args = {name: pyfuncitem.funcargs[name] for name in inspect.signature(pyfuncitem.obj).parameters}
+    thread.run(lambda: pyfuncitem.obj(**args))
+    return True
 
 
 @pytest.fixture

@@ -36,7 +36,6 @@ from footfall.models import ApiKey, Site
 from footfall_capture.events import Event
 from footfall_capture.kafka import client_config
 from historical.store import connect
-from tests.integration.chromium import chromium
 from tests.integration.dashboard import traffic as gen
 
 SCREENSHOTS = Path(__file__).resolve().parents[3] / "artifacts" / "screenshots"
@@ -137,10 +136,9 @@ def orm(fn: Callable[[], T]) -> T:
 
 
 @pytest.fixture
-def browser(accounts: Accounts) -> Iterator[Browser]:
-    """Debian's Chromium through Playwright, started after the ORM work of ``accounts``."""
-    with chromium() as launched:
-        yield launched
+def browser(accounts: Accounts, shared_browser: Browser) -> Browser:
+    """The run's Chromium, for a test of the accounts' dashboard."""
+    return shared_browser
 
 
 WATCH = """(() => {

@@ -5,7 +5,6 @@ permissions gets the lists and no form."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -19,7 +18,6 @@ from dashboard import messages
 from dashboard.access import ALERT_PERMISSIONS
 from dashboard.models import SiteAccess
 from footfall.models import Site
-from tests.integration.chromium import chromium
 from tests.integration.dashboard.conftest import PASSWORD, eventually, open_tab, orm, sign_in, table, text
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -53,9 +51,8 @@ def setup(transactional_db: None, live_server: LiveServer) -> Setup:
 
 
 @pytest.fixture
-def browser(setup: Setup) -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
+def browser(setup: Setup, shared_browser: Browser) -> Browser:
+    return shared_browser
 
 
 def test_a_manager_creates_a_rule_through_the_form(browser: Browser, setup: Setup) -> None:

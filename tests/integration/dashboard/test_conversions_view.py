@@ -25,7 +25,6 @@ from footfall.config import Config
 from footfall.models import ApiKey, Funnel, Goal, Site
 from footfall.vocabulary import PROP_SEPARATOR
 from historical.store import GOAL_SOURCES, ROLLUP_COLLECTIONS, RUNS, DayDocuments, connect, load_day
-from tests.integration.chromium import chromium
 from tests.integration.dashboard.conftest import (
     PASSWORD,
     Tab,
@@ -117,10 +116,9 @@ def settled(transactional_db: None, live_server: LiveServer, cfg: Config) -> Ite
 
 
 @pytest.fixture
-def chrome(settled: Api) -> Iterator[Browser]:
-    """Chromium, started after the ORM work of ``settled`` (see the conftest's ``browser``)."""
-    with chromium() as launched:
-        yield launched
+def chrome(settled: Api, shared_browser: Browser) -> Browser:
+    """The run's Chromium, for a test of the ``settled`` days."""
+    return shared_browser
 
 
 def open_history(browser: Browser, base_url: str, site: str, user: str = "alice") -> Tab:

@@ -17,7 +17,6 @@ from pytest_django.live_server_helper import LiveServer
 from collector.runtime import get_ingestor
 from footfall.config import Config
 from footfall.models import Site
-from tests.integration.chromium import chromium
 from tests.integration.tracker.support import KafkaTail, PageServer, TrackedSite
 
 
@@ -52,8 +51,6 @@ def kafka_events(cfg: Config, site: TrackedSite) -> Iterator[KafkaTail]:
 
 
 @pytest.fixture
-def browser(site: TrackedSite) -> Iterator[Browser]:
-    """Debian's Chromium through Playwright (started after, and stopped before, the ORM work
-    of ``site``: Playwright's event loop in this thread would make Django refuse queries)."""
-    with chromium() as launched:
-        yield launched
+def browser(site: TrackedSite, shared_browser: Browser) -> Browser:
+    """The run's Chromium, for a test of the tracker on ``site``'s pages."""
+    return shared_browser
