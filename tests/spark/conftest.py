@@ -1,10 +1,10 @@
-"""Fixtures for the Spark transform tests: one local[1] session for the whole run, and builders
-of tiny archive-shaped frames with the archive's own schema (SPARK_DDL)."""
+"""Fixtures for the Spark transform tests: builders of tiny archive-shaped frames with the
+archive's own schema (SPARK_DDL), in the run's one Spark session (``spark``, tests/conftest.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -12,7 +12,6 @@ from pyspark.sql.types import StructType
 
 from archive.schema import SPARK_DDL
 from historical.buckets import span_transitions
-from tests.spark_session import local_spark
 
 DAY = "2025-11-24"
 T0 = 1_763_942_400_000  # 2025-11-24 00:00:00 UTC, in ms
@@ -23,13 +22,6 @@ HOUR = 60 * MINUTE
 # on site "s", received when it happened, from Kafka partition 0.
 DEFAULTS: dict[str, object] = {"site_id": "s", "type": "pageview", "path": "/", "is_bot": False}
 DEFAULTS |= {"kafka_partition": 0, "kafka_offset": 0}
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """A local[1] session shared by every Spark test (starting one takes seconds)."""
-    with local_spark("footfall-transform-tests") as session:
-        yield session
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -35,7 +34,6 @@ from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from spark_jobs.rollup import transform_and_load
 from tests.integration.api.conftest import SiteKey, make_site
-from tests.spark_session import local_spark
 
 # (zone, local days: both change days of a year where the zone has them, buckets per day)
 ZONES = {
@@ -70,12 +68,6 @@ def instant(stamp: str) -> int:
     parsed = dt.datetime.fromisoformat(stamp)
     assert parsed.utcoffset() is not None, stamp  # every bucket's time carries its offset
     return ms(parsed)
-
-
-@pytest.fixture
-def spark() -> Iterator[SparkSession]:
-    with local_spark("footfall-clock-change-tests") as session:
-        yield session
 
 
 def archive(cfg: Config, events: list[Event]) -> None:

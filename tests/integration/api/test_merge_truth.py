@@ -16,6 +16,7 @@ import pytest
 import redis
 from confluent_kafka import Consumer, TopicPartition
 from django.test import Client
+from pyspark.sql import SparkSession
 
 from footfall.config import Config
 from footfall.demo import DemoTraffic
@@ -23,7 +24,6 @@ from footfall.kafka_client import consumer_config
 from footfall.models import Funnel, Goal, Site
 from footfall.vocabulary import ref_label
 from footfall_capture.events import Event
-from historical.rollups import run_rollup
 from query.runtime import get_service
 from query.service import PREVIOUS_PARTIAL
 from realtime.consumer import build_processor
@@ -36,6 +36,7 @@ from tests.integration.batch.test_rollup_e2e import archive_topic
 from tests.integration.batch.truth import exact, local_day
 from tests.integration.kafka_tail import produce
 from tests.integration.realtime.conftest import wait_consumed
+from tests.spark_session import roll_up_in_session
 
 TZ = "America/New_York"
 HLL_TOLERANCE = 0.03  # three standard errors of Redis's HyperLogLog
@@ -171,7 +172,9 @@ def define_reports(site: Site) -> tuple[dict[str, str], dict[str, str]]:
 
 
 @pytest.mark.django_db
-def test_range_spanning_settled_days_and_today_equals_truth(cfg: Config, rt_topic: str, site_key: SiteKey) -> None:
+def test_range_spanning_settled_days_and_today_equals_truth(
+    cfg: Config, rt_topic: str, site_key: SiteKey, spark: SparkSession
+) -> None:
     client = Client()
     site = site_key.site.site_id
     now = dt.datetime.now(dt.UTC)
@@ -187,12 +190,12 @@ def test_range_spanning_settled_days_and_today_equals_truth(cfg: Config, rt_topi
     goal_ids, funnel_ids = define_reports(site_key.site)
 
     first = dt.date.fromisoformat(days[0])
-    run_rollup(cfg, first, first, [site])
+    roll_up_in_session(spark, cfg, first, first, [site])
     check_against_truth(client, site_key, events, days, settled=days[:1])
 
     # The watermark moves after the next rollup; the answers stay equal to the truth.
     second = dt.date.fromisoformat(days[1])
-    run_rollup(cfg, second, second, [site])
+    roll_up_in_session(spark, cfg, second, second, [site])
     check_against_truth(client, site_key, events, days, settled=days[:2])
 
     # Goals, funnels, custom events and engagement over the same traffic.

@@ -8,7 +8,6 @@ import datetime as dt
 import json
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -30,7 +29,6 @@ from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from tests.integration.api.test_clock_change_days import archive, roll_up
 from tests.integration.kafka_tail import TopicTail
-from tests.spark_session import local_spark
 
 CHROME = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
@@ -44,12 +42,6 @@ SENT = {
     None: ("(direct)", 2),  # no referrer at all
     "https://news.ycombinator.com/item?id=1": ("news.ycombinator.com", 1),
 }
-
-
-@pytest.fixture
-def spark() -> Iterator[SparkSession]:
-    with local_spark("footfall-referrer-tests") as session:
-        yield session
 
 
 @pytest.mark.django_db

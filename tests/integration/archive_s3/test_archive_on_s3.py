@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
 import signal
 import subprocess
 import time
@@ -26,6 +25,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pymongo
 import pytest
+from pyspark.sql import SparkSession
 
 from archive.schema import partition_path, to_row
 from archive.store import Archive, ArchiveRow, _dedupe, read_event_ids
@@ -40,6 +40,7 @@ from realtime.health import consumer_lag
 from tests.integration.batch.test_rollup_e2e import GOALS, TZ, assert_matches_truth, two_days_of_traffic
 from tests.integration.kafka_tail import produce
 from tests.reliability.faults import fresh_topic, start_archiver, topic_event_ids, wait_while_progressing
+from tests.spark_session import roll_up_in_session
 
 EVENTS = 12_000
 KILLS = 3
@@ -127,7 +128,7 @@ def two_databases(cfg: Config) -> list[str]:
 
 @pytest.mark.django_db
 def test_rollup_reads_the_same_figures_from_s3_as_from_a_local_archive(
-    s3_cfg: Config, tmp_path: Path, two_databases: list[str]
+    s3_cfg: Config, tmp_path: Path, two_databases: list[str], spark: SparkSession, spark_cluster: str
 ) -> None:
     site = f"s3r-{uuid.uuid4().hex[:8]}"
     Site.objects.create(site_id=site, name="S3", domains=["demo.footfall.local"], timezone=TZ)
@@ -139,10 +140,10 @@ def test_rollup_reads_the_same_figures_from_s3_as_from_a_local_archive(
 
     first, last = dt.date.fromisoformat(days[0]), dt.date.fromisoformat(days[1])
     goals = {site: GOALS}  # passed in, as the nightly task passes the site's models
-    run_rollup(local, first, last, [site], master="local[2]", goals=goals)
+    roll_up_in_session(spark, local, first, last, [site], goals=goals)  # the reference, in this process
     # The S3 archive is read by the stack's standalone cluster: executors in other JVMs get the
     # endpoint and keys from the job's properties file, the S3A jars from the shared classpath.
-    result = run_rollup(on_s3, first, last, [site], master=os.environ["FOOTFALL_SPARK_CLUSTER"], goals=goals)
+    result = run_rollup(on_s3, first, last, [site], master=spark_cluster, goals=goals)
     assert sorted(result.days) == [(site, d) for d in days]
 
     client: pymongo.MongoClient = pymongo.MongoClient(s3_cfg.mongo_url)

@@ -1,4 +1,4 @@
-"""Funnels through the real rollup job (spark-submit, archive files, the Mongo-wire server).
+"""Funnels through the real rollup job (in the run's Spark session, archive files, the Mongo-wire server).
 
 Two Berlin days of hand-made visits whose funnel steps are known: the job writes one document
 per funnel and day with the exact visitors, medians and histograms; a second run writes
@@ -16,15 +16,16 @@ from zoneinfo import ZoneInfo
 
 import pymongo
 import pytest
+from pyspark.sql import SparkSession
 
 from footfall.config import Config
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS, FunnelSpec, GoalSpec
 from footfall.models import Site
 from footfall_capture.events import SCHEMA_VERSION, Event, UserAgent
-from historical.rollups import run_rollup
 from historical.store import FUNNELS, documents
 from query.history import funnel
 from tests.integration.api.test_clock_change_days import archive
+from tests.spark_session import roll_up_in_session
 
 TZ = "Europe/Berlin"
 DAY1, DAY2 = "2026-11-02", "2026-11-03"
@@ -102,7 +103,7 @@ def steps(first: int, *later: list[int]) -> list[dict]:
 
 
 @pytest.mark.django_db
-def test_funnels_roll_up_exactly_and_idempotently(batch_cfg: Config) -> None:
+def test_funnels_roll_up_exactly_and_idempotently(batch_cfg: Config, spark: SparkSession) -> None:
     site = f"f-{uuid.uuid4().hex[:8]}"
     Site.objects.create(site_id=site, name="Funnels", domains=["example.com"], timezone=TZ)
     archive(batch_cfg, traffic(site))
@@ -110,7 +111,7 @@ def test_funnels_roll_up_exactly_and_idempotently(batch_cfg: Config) -> None:
     client: pymongo.MongoClient = pymongo.MongoClient(batch_cfg.mongo_url)
     db = client[batch_cfg.mongo_db]
     try:
-        run_rollup(batch_cfg, first, last, [site], funnels={site: [SIGNUP, STRICT]})
+        roll_up_in_session(spark, batch_cfg, first, last, [site], funnels={site: [SIGNUP, STRICT]})
         got = {(d["day"], d["funnel_id"]): d for d in db[FUNNELS].find({"site_id": site})}
         assert {key: (d["_id"], d["name"]) for key, d in got.items()} == {
             (DAY1, "1"): (f"{site}|{DAY1}|1", "Signup"),
@@ -125,7 +126,7 @@ def test_funnels_roll_up_exactly_and_idempotently(batch_cfg: Config) -> None:
 
         # A re-run with one funnel fewer: the same documents, less the dropped funnel's.
         before = documents(db, site, [DAY1, DAY2])
-        run_rollup(batch_cfg, first, last, [site], funnels={site: [SIGNUP]})
+        roll_up_in_session(spark, batch_cfg, first, last, [site], funnels={site: [SIGNUP]})
         after = documents(db, site, [DAY1, DAY2])
         assert sorted(d["_id"] for d in db[FUNNELS].find({"site_id": site})) == [
             f"{site}|{DAY1}|1",

@@ -18,6 +18,7 @@ import pymongo
 import pytest
 import redis
 from django.core.management import call_command
+from pyspark.sql import SparkSession
 
 import collector.runtime
 from collector.ingest import Ingestor
@@ -26,9 +27,9 @@ from footfall.models import Site
 from footfall_capture.salts import KEY, SaltStore
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool
-from historical.rollups import run_rollup
 from historical.store import DAILY
 from tests.integration.batch.test_rollup_e2e import archive_topic
+from tests.spark_session import roll_up_in_session
 
 DAY = dt.date.today() - dt.timedelta(days=3)
 VISITORS = 12
@@ -62,7 +63,7 @@ def expire_salts_passed_by(client: redis.Redis, now: dt.datetime) -> None:
 
 @pytest.mark.django_db
 def test_a_day_imported_in_two_pieces_counts_each_visitor_once(
-    cfg: Config, rt_topic: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cfg: Config, rt_topic: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession
 ) -> None:
     site = f"imp-{uuid.uuid4().hex[:8]}"
     Site.objects.create(site_id=site, name="Imported", domains=["example.com"])
@@ -89,7 +90,7 @@ def test_a_day_imported_in_two_pieces_counts_each_visitor_once(
     import_piece(15)
 
     archive_topic(batch_cfg, rt_topic, 2 * VISITORS)
-    run_rollup(batch_cfg, DAY, DAY, [site])
+    roll_up_in_session(spark, batch_cfg, DAY, DAY, [site])
     mongo: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url)
     try:
         daily = mongo[batch_cfg.mongo_db][DAILY].find_one({"_id": f"{site}|{DAY.isoformat()}"})

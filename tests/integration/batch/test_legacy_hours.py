@@ -10,6 +10,7 @@ documents of other days alone, since there each one is exactly one bucket.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import io
 import uuid
 from pathlib import Path
@@ -17,11 +18,13 @@ from pathlib import Path
 import pymongo
 import pytest
 from django.core.management import call_command
+from pyspark.sql import SparkSession
 
 from footfall.config import Config
 from footfall.models import Site
 from historical.store import HOURLY
 from tests.integration.api.test_clock_change_days import archive, day_events
+from tests.spark_session import roll_up_in_session
 
 ZONE = "Europe/Berlin"
 CHANGE_DAY, PLAIN_DAY = "2026-10-25", "2026-10-24"  # the autumn change (25 buckets), the day before
@@ -50,14 +53,16 @@ def rollup(*argv: str) -> str:
 
 @pytest.mark.django_db
 def test_legacy_hours_re_rolls_only_change_days_with_old_documents(
-    cfg: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cfg: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spark: SparkSession
 ) -> None:
     site = f"legacy-{uuid.uuid4().hex[:8]}"
     Site.objects.create(site_id=site, name="Legacy hours", domains=["example.com"], timezone=ZONE)
     test_cfg = dataclasses.replace(cfg, archive_url=(tmp_path / "archive").as_uri(), mongo_db=f"test_{site}")
     monkeypatch.setattr("historical.management.commands.rollup.footfall_config", lambda: test_cfg)
     archive(test_cfg, day_events(site, ZONE, PLAIN_DAY, seed=1) + day_events(site, ZONE, CHANGE_DAY, seed=2))
-    rollup("--from", PLAIN_DAY, "--to", CHANGE_DAY, "--site", site)
+    # Today's documents, by the job in this process; the command is the subject further down.
+    first, last = dt.date.fromisoformat(PLAIN_DAY), dt.date.fromisoformat(CHANGE_DAY)
+    roll_up_in_session(spark, test_cfg, first, last, [site])
 
     mongo: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url)
     hourly = mongo[test_cfg.mongo_db][HOURLY]
