@@ -2,9 +2,11 @@
 # The test command: installs what is missing, starts a throw-away stack on its own ports
 # and state directory (so it never touches a running demo), runs ruff, Django's checks and
 # the whole pytest suite against the real services, then stops the stack.
-# Extra arguments go to pytest, e.g. deploy/local/test.sh -m "not integration".
+# Without arguments: the pure tests, then the integration tests, each printing its slowest.
+# Extra arguments make one pytest run of exactly them, e.g. deploy/local/test.sh tests/unit.
 # FOOTFALL_TEST_SERVICES narrows the services started for a focused run (e.g. "redis mongo
-# kafka" for tests needing only those); unset, the whole stack starts, as the full suite needs.
+# kafka" for tests needing only those); FOOTFALL_TEST_INSTALL="" skips installing the Spark
+# cluster and MinIO, which the tests using them start (tests/integration/conftest.py).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -21,6 +23,8 @@ export FOOTFALL_MINIO_PORT=${FOOTFALL_TEST_MINIO_PORT:-29000}
 
 cleanup() {
   status=$?
+  # A start still running in the background (a check failed early) ends before the stop.
+  [ -z "${services:-}" ] || { pkill -P "$services" 2>/dev/null; kill "$services" 2>/dev/null; wait "$services" 2>/dev/null; } || true
   "$py" -m deploy.local.stack stop || status=1
   [ -n "${FOOTFALL_TEST_STATE_DIR:-}" ] || rm -rf "$FOOTFALL_STATE_DIR"
   exit $status
@@ -28,10 +32,27 @@ cleanup() {
 trap cleanup EXIT
 
 started=$(date +%s)
-# shellcheck disable=SC2086 # a list of service names
-"$py" -m deploy.local.stack start ${FOOTFALL_TEST_SERVICES:-redis redis-shards mongo kafka spark chromium spark-cluster minio deploy-tools}
+# The services start in the background while ruff, the import contracts, pylint and the pure
+# tests run; the Spark cluster and MinIO are only installed here (MinIO's first build takes
+# minutes): the tests that use them start them (tests/integration/conftest.py).
+services_log="$FOOTFALL_STATE_DIR/services.log"
+# The deploy material's pure tests read Debian's nginx, openssl and systemd-analyze: installed first.
+"$py" -m deploy.local.stack start deploy-tools
+install=${FOOTFALL_TEST_INSTALL-spark-cluster minio}
+# shellcheck disable=SC2086 # lists of service names
+( "$py" -m deploy.local.stack start ${FOOTFALL_TEST_SERVICES:-redis redis-shards mongo kafka spark chromium} \
+  && { [ -z "$install" ] || "$py" -m deploy.local.stack install $install; } ) >"$services_log" 2>&1 &
+services=$!
+services_ready() {
+  local status=0
+  wait "$services" || status=$?
+  cat "$services_log"
+  [ "$status" -eq 0 ] || { echo "the test stack did not start (exit $status)" >&2; return 1; }
+  services=""
+  echo "services up in $(( $(date +%s) - started ))s"
+}
+# Only variables: `stack env` needs no running service.
 eval "$("$py" -m deploy.local.stack env)"
-echo "services up in $(( $(date +%s) - started ))s"
 # The tests' rollups read days of a few thousand events: a handful of shuffle partitions, not
 # Spark's 200 tasks per shuffle (the product's own setting; see the README).
 export FOOTFALL_SPARK_SHUFFLE_PARTITIONS=${FOOTFALL_SPARK_SHUFFLE_PARTITIONS:-4}
@@ -44,4 +65,18 @@ export FOOTFALL_SPARK_SHUFFLE_PARTITIONS=${FOOTFALL_SPARK_SHUFFLE_PARTITIONS:-4}
 "$py" manage.py check
 # The static files WhiteNoise serves to the tests' live servers (admin, Swagger UI).
 "$py" manage.py collectstatic --noinput -v0
-"$py" -m pytest "$@"
+
+if [ "$#" -gt 0 ]; then  # a focused run: exactly the pytest arguments given
+  services_ready
+  "$py" -m pytest "$@"
+  exit
+fi
+# The pure tier (no service) while the last services start, then everything that needs them.
+# Each prints its slowest tests (pyproject.toml: --durations).
+pure=0
+"$py" -m pytest -m "not integration" || pure=$?
+services_ready
+integration=0
+"$py" -m pytest -m integration || integration=$?
+echo "pure tests: exit $pure; integration tests: exit $integration; $(( $(date +%s) - started ))s in all"
+[ "$pure" -eq 0 ] && [ "$integration" -eq 0 ]

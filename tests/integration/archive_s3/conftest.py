@@ -1,4 +1,4 @@
-"""Fixtures for the archive on the S3 server the stack starts (``stack start minio``)."""
+"""Fixtures for the archive on the stack's S3 server (``stack start minio``, by the ``minio`` fixture)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from footfall.config import Config
 
 
 @pytest.fixture
-def s3_cfg(cfg: Config) -> Iterator[Config]:
-    """The configuration with a private archive prefix in the stack's bucket, removed afterwards."""
+def s3_cfg(cfg: Config, minio: str) -> Iterator[Config]:
+    """The configuration with a private archive prefix in the stack's bucket (on the S3 server
+    of the ``minio`` fixture), removed afterwards."""
     bucket = os.environ.get("FOOTFALL_S3_BUCKET")
     if not bucket or not cfg.archive_s3.endpoint:
-        pytest.fail("no S3 server: start the stack with deploy/local/test.sh (it starts minio)", pytrace=False)
+        pytest.fail("no S3 bucket or endpoint: run the tests with deploy/local/test.sh", pytrace=False)
     s3 = dataclasses.replace(cfg, archive_url=f"s3://{bucket}/test-{uuid.uuid4().hex[:10]}")
     archive = Archive.from_config(s3)
     # Reachable, with these keys, before the test starts anything.

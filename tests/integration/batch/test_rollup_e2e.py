@@ -142,7 +142,7 @@ def assert_conversions_match_truth(
 
 
 @pytest.mark.django_db
-def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic: str) -> None:
+def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic: str, spark_cluster: str) -> None:
     site = f"b-{uuid.uuid4().hex[:8]}"
     Site.objects.create(site_id=site, name="Batch", domains=["demo.footfall.local"], timezone=TZ)
     events, days = two_days_of_traffic(site)
@@ -173,8 +173,6 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
     # rewritten by the killed run, one untouched and holding a stale document), so documents
     # identical to the local run's prove a plain re-run, a crash repair and the cluster's
     # figures alike, with one Spark run each fewer than testing them apart.
-    cluster = os.environ.get("FOOTFALL_SPARK_CLUSTER")
-    assert cluster, "start the stack's spark-cluster (deploy/local/test.sh does)"
     db[BREAKDOWNS].insert_one(
         {"_id": f"{site}|{days[1]}|page|stale", "site_id": site, "day": days[1], "dimension": "page"}
     )
@@ -189,6 +187,6 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
                 os.killpg(proc.pid, signal.SIGKILL)
                 break
         proc.wait(30)
-    run_rollup(batch_cfg, first, last, [site], master=cluster, goals=goals)
+    run_rollup(batch_cfg, first, last, [site], master=spark_cluster, goals=goals)
     assert documents(db, site, days) == before, "the cluster's re-run after a kill differs from the local run"
     client.close()
