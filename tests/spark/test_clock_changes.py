@@ -8,7 +8,7 @@ from collections import defaultdict
 from zoneinfo import ZoneInfo
 
 import pytest
-from pyspark.sql import DataFrame
+from pyspark.sql import Row
 
 from historical.buckets import day_buckets, local_midnight, ms
 from spark_jobs.transforms import rollup
@@ -53,11 +53,18 @@ def truth(rows: list[dict[str, object]], zone: str, day: str) -> dict[int, tuple
 
 
 @pytest.fixture(scope="module")
-def rolled(make_events, make_zones, changes) -> tuple[dict[str, list[dict]], dict[str, DataFrame]]:
+def rolled(make_events, make_zones, changes) -> tuple[dict[str, list[dict]], dict[str, list[Row]]]:
+    """The generated rows by ``site|day``, and the rollup's daily and hourly rows, collected
+    once for every test here (each collect of a lazy output would run the whole rollup again)."""
     rows = {f"{site}|{day}": generated(site, zone, day) for site, zone, day, _ in CASES}
     events = make_events(*(row for group in rows.values() for row in group))
     zones = make_zones({site: zone for site, zone, _, _ in CASES})
-    return rows, rollup(events, zones, sorted({day for _, _, day, _ in CASES}), changes)
+    result = rollup(events, zones, sorted({day for _, _, day, _ in CASES}), changes)
+    return rows, {name: result[name].collect() for name in ("daily", "hourly")}
+
+
+def of(rows: list[Row], site: str, day: str) -> list[Row]:
+    return [r for r in rows if (r["site_id"], r["day"]) == (site, day)]
 
 
 @pytest.mark.parametrize(("site", "zone", "day", "count"), CASES, ids=[f"{c[1]}-{c[2]}" for c in CASES])
@@ -66,11 +73,10 @@ def test_every_bucket_of_a_change_day_is_exact(rolled, site: str, zone: str, day
     sum to the day's page views."""
     rows, result = rolled
     want = truth(rows[f"{site}|{day}"], zone, day)
-    hourly = result["hourly"].where(f"site_id = '{site}' AND day = '{day}'").collect()
-    got = {r["bucket_start"]: (r["pageviews"], r["visitors"]) for r in hourly}
+    got = {r["bucket_start"]: (r["pageviews"], r["visitors"]) for r in of(result["hourly"], site, day)}
     assert got == want
     assert len(got) == count
-    [daily] = result["daily"].where(f"site_id = '{site}' AND day = '{day}'").collect()
+    [daily] = of(result["daily"], site, day)
     assert sum(pv for pv, _ in got.values()) == daily["pageviews"]
     assert daily["visitors"] == VISITORS
 
@@ -78,8 +84,7 @@ def test_every_bucket_of_a_change_day_is_exact(rolled, site: str, zone: str, day
 def test_the_repeated_hour_is_two_buckets(rolled) -> None:
     """Berlin's 2026-10-25: 02:00+02:00 and 02:00+01:00 are two buckets of an hour each."""
     rows, result = rolled
-    hourly = result["hourly"].where("site_id = 'berlin' AND day = '2026-10-25'").collect()
-    counts = {r["bucket_start"]: r["pageviews"] for r in hourly}
+    counts = {r["bucket_start"]: r["pageviews"] for r in of(result["hourly"], "berlin", "2026-10-25")}
     for start in (dt.datetime(2026, 10, 25, 0, tzinfo=dt.UTC), dt.datetime(2026, 10, 25, 1, tzinfo=dt.UTC)):
         begin = ms(start)
         inside = [r for r in rows["berlin|2026-10-25"] if begin <= int(r["ts"]) < begin + 3_600_000]

@@ -321,9 +321,7 @@ def test_unreadable_stored_values_are_skipped_and_counted(
 
 
 @pytest.mark.django_db
-def test_engaged_time_of_values_counted_under_other_is_not_lost(
-    cfg: Config, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_engaged_time_of_values_counted_under_other_is_not_lost(cfg: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     """Page views and engagement reports fill their capped sets apart: a page whose views went to
     (other) may hold a place for its engaged time, and the other way round. Either way the rows'
     engaged time adds up to the site's."""
