@@ -205,6 +205,20 @@ class Run:
     table: pa.Table
     wall_s: float
     cpu_s: float  # the engine's own CPU: the JVM's plus this process's for Spark, this process's for DuckDB
+    spark_jobs: dict[str, int] | None = None  # Spark only: jobs, stages and tasks of the run (spark_counts)
+
+
+def spark_counts(spark: Any, group: str) -> dict[str, int]:
+    """The Spark jobs of job group ``group``, their stages (each counted once; ``stages_run``: those that ran
+    tasks, the others were skipped as their shuffle output existed) and the tasks those ran, from the
+    SparkContext's status tracker (no listener, nothing in the job's code)."""
+    tracker = spark.sparkContext.statusTracker()
+    jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
+    stage_ids = {stage for job in jobs if job is not None for stage in job.stageIds}
+    stages = [tracker.getStageInfo(stage) for stage in stage_ids]
+    ran = [s for s in stages if s is not None and s.numCompletedTasks > 0]
+    return {"jobs": len(jobs), "stages": len(stage_ids), "stages_run": len(ran),
+            "tasks": sum(s.numCompletedTasks for s in ran)}  # fmt: skip
 
 
 def start_spark(driver_memory: str) -> Any:
@@ -226,21 +240,25 @@ def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list
     from pyspark.sql import functions as F
 
     from archive.reader import read_events
-    from spark_jobs.rollup import PERSIST, zone_changes
+    from spark_jobs.rollup import persisted, zone_changes
     from spark_jobs.transforms import localized, rollup_localized
 
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    group = f"rollup-bench-{time.monotonic_ns()}"
+    spark.sparkContext.setJobGroup(group, "the rollup bench's Spark run")
     cpu, started = cpu_seconds(jvm) + cpu_seconds(), time.monotonic()
     events = read_events(spark, root.as_uri(), sorted(site_tz), days)
     zones = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
-    local = localized(events, zones, changes).persist(PERSIST)
+    local = persisted(localized(events, zones, changes))
     try:
         breakdowns = rollup_localized(local, days, goals=site_goals())["breakdowns"]
         table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES).toArrow()
     finally:
         local.unpersist(blocking=True)  # the next round reads the archive again, as the next night's job
-    return Run(table, time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu)
+    wall, cpu = time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu
+    spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return Run(table, wall, cpu, spark_counts(spark, group))
 
 
 # The breakdowns of spark_jobs.transforms measured here (DIMENSIONS), written from its rules: the referrer label
@@ -447,8 +465,10 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
             run = run_spark(spark, root, site_tz, days) if engine == "spark" else run_duckdb(
                 root, site_tz, days, utc_dates_for(days), "4GB")  # fmt: skip
             runs[engine].append(run)
+            jobs = run.spark_jobs
+            counts = f", {jobs['jobs']} jobs, {jobs['stages_run']} stages run" if jobs else ""
             print(f"  round {number + 1} {engine:6} wall {run.wall_s:8.2f} s, cpu {run.cpu_s:8.1f} s "
-                  f"({run.table.num_rows:,} result rows)", flush=True)  # fmt: skip
+                  f"({run.table.num_rows:,} result rows{counts})", flush=True)  # fmt: skip
     differing, first = compare(runs["spark"][-1].table, runs["duckdb"][-1].table)
     wall = {engine: statistics.median(r.wall_s for r in values) for engine, values in runs.items()}
     cpu = {engine: statistics.median(r.cpu_s for r in values) for engine, values in runs.items()}
@@ -461,6 +481,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
                     "cpu_s": round(cpu[engine], 2), "result_rows": values[-1].table.num_rows,
                     "rounds": [{"wall_s": round(r.wall_s, 3), "cpu_s": round(r.cpu_s, 2)} for r in values]}
            for engine, values in runs.items()},
+        "spark_jobs": runs["spark"][-1].spark_jobs,
         "spark_session_start_s": round(spark_start, 3), "ratio_spark_duckdb": round(ratio, 3),
         "cpu_ratio_spark_duckdb": round(cpu["spark"] / cpu["duckdb"], 3), "goal_ratio": GOAL_RATIO,
         "goal_met": ratio <= GOAL_RATIO, "identical": differing == 0, "ok": differing == 0,
@@ -475,7 +496,9 @@ def print_table(doc: dict[str, Any]) -> None:
     columns([("engine", "wall s", "events/s", "cpu s"), *((e, f"{doc[e]['wall_s']:.2f}", f"{doc[e]['events_per_s']:,}",
              f"{doc[e]['cpu_s']:.1f}") for e in ("spark", "duckdb"))])  # fmt: skip
     print(f"Spark / DuckDB: wall time {doc['ratio_spark_duckdb']:.2f} (goal <= {GOAL_RATIO:g}: "
-          f"{'met' if doc['goal_met'] else 'MISSED'}), CPU time {doc['cpu_ratio_spark_duckdb']:.2f}; Spark session "
+          f"{'met' if doc['goal_met'] else 'MISSED'}), CPU time {doc['cpu_ratio_spark_duckdb']:.2f}; Spark jobs "
+          f"{doc['spark_jobs']['jobs']}, stages {doc['spark_jobs']['stages']} ({doc['spark_jobs']['stages_run']} run, "
+          f"{doc['spark_jobs']['tasks']:,} tasks); Spark session "
           f"start (not in the wall time) {doc['spark_session_start_s']:.1f} s; figures identical: "
           f"{'yes' if doc['identical'] else 'NO'} ({doc['spark']['result_rows']:,} rows, "
           f"{doc['differing_rows']:,} differing; the first in the JSON)")  # fmt: skip
