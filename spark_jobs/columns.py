@@ -3,7 +3,7 @@ archived ``props`` read as text (built-in Spark SQL functions only)."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from footfall.vocabulary import (
@@ -23,6 +23,26 @@ def is_bot() -> Column:
 
 def human() -> Column:
     return ~is_bot()
+
+
+# One visitor's events: an event without ``visitor_id`` is a visitor of its own (its ``_alone`` is its
+# ``event_id``, "" otherwise), so null visitor ids never share one partition, group or session.
+VISITOR = ("site_id", "visitor_id", "_alone")
+
+
+def with_visitor_key(events: DataFrame) -> DataFrame:
+    """``events`` with the ``_alone`` column of :data:`VISITOR` (kept when it is there already: rows
+    partitioned by :data:`VISITOR` then need no shuffle for a per-visitor window or group)."""
+    if "_alone" in events.columns:
+        return events
+    return events.withColumn("_alone", F.when(F.col("visitor_id").isNull(), F.col("event_id")).otherwise(F.lit("")))
+
+
+def visitor_keys(events: DataFrame) -> list[str]:
+    """The columns telling one visitor's rows apart within a group: ``visitor_id``, and ``_alone`` when
+    ``events`` has it. Counting distinct visitors in two steps, per visitor then per group, groups by
+    these first: without a shuffle when the rows are partitioned by :data:`VISITOR`."""
+    return ["visitor_id", "_alone"] if "_alone" in events.columns else ["visitor_id"]
 
 
 def ref_label(domain: str = "ref_domain", referrer: str = "referrer") -> Column:

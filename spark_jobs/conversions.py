@@ -28,13 +28,25 @@ from footfall.vocabulary import (
     PROP_SEPARATOR,
     VALUE_OTHER,
 )
-from spark_jobs.columns import engaged_ms, pageview_key, props_map, ref_label, scroll_depth
+from spark_jobs.columns import engaged_ms, pageview_key, props_map, ref_label, scroll_depth, visitor_keys
 
 GOAL_DDL = "site_id STRING, day STRING, goal_id STRING, name STRING"
 
 
 def _custom(events: DataFrame) -> DataFrame:
     return events.where(~F.col("type").isin(*NON_CUSTOM_TYPES))
+
+
+def _counted(rows: DataFrame, keys: Sequence[str], visitor: Sequence[str]) -> DataFrame:
+    """``events`` (rows) and ``visitors`` (distinct non-null ``visitor_id``) per ``keys``: counted per visitor
+    (``visitor``: :func:`spark_jobs.columns.visitor_keys`) first, so rows partitioned by visitor need no
+    shuffle for the distinct count."""
+    return (
+        rows.groupBy(*keys, *visitor)
+        .agg(F.count("*").alias("events"))
+        .groupBy(*keys)
+        .agg(F.sum("events").alias("events"), F.count("visitor_id").alias("visitors"))
+    )
 
 
 def _keyed(rows: DataFrame, dimension: str, value: Column, *columns: str) -> DataFrame:
@@ -46,11 +58,7 @@ def _keyed(rows: DataFrame, dimension: str, value: Column, *columns: str) -> Dat
 def event_breakdowns(events: DataFrame) -> DataFrame:
     """Custom events (types not in NON_CUSTOM_TYPES) per name: dimension ``event``, ``value`` the
     name. Output: the key columns, ``pageviews`` (0), ``visitors``, ``events`` (LONG)."""
-    counted = (
-        _custom(events)
-        .groupBy("site_id", "day", "type")
-        .agg(F.count("*").alias("events"), F.count_distinct("visitor_id").alias("visitors"))
-    )
+    counted = _counted(_custom(events), ["site_id", "day", "type"], visitor_keys(events))
     return _keyed(counted, "event", F.col("type"), "visitors", "events")
 
 
@@ -67,8 +75,9 @@ def event_prop_breakdowns(events: DataFrame, top: int = EVENT_PROP_VALUES) -> Da
     ``prop``, ``prop_value`` (STRING: the text, or ``(other)``).
     """
     keys = ["site_id", "day", "event", "prop"]
+    visitor = visitor_keys(events)
     pairs = _custom(events).select(
-        "site_id", "day", "visitor_id", F.col("type").alias("event"), F.explode(props_map()).alias("prop", "_text")
+        "site_id", "day", *visitor, F.col("type").alias("event"), F.explode(props_map()).alias("prop", "_text")
     )
     pairs = pairs.withColumn("_text", F.coalesce("_text", F.lit("")))
     ranked = F.row_number().over(Window.partitionBy(*keys).orderBy(F.col("_n").desc(), F.col("_text").asc()))
@@ -78,11 +87,7 @@ def event_prop_breakdowns(events: DataFrame, top: int = EVENT_PROP_VALUES) -> Da
         .select(*keys, "_text", F.when(ranked <= top, F.col("_text")).otherwise(F.lit(VALUE_OTHER)).alias("prop_value"))
     )
     # Visitors of (other) must be distinct over all its texts: relabel the events, then count.
-    counted = (
-        pairs.join(labels, [*keys, "_text"])
-        .groupBy(*keys, "prop_value")
-        .agg(F.count("*").alias("events"), F.count_distinct("visitor_id").alias("visitors"))
-    )
+    counted = _counted(pairs.join(labels, [*keys, "_text"]), [*keys, "prop_value"], visitor)
     value = F.concat("event", F.lit(PROP_SEPARATOR), "prop", F.lit(PROP_SEPARATOR), "prop_value")
     return _keyed(counted, "event_prop", value, "visitors", "events", "event", "prop", "prop_value")
 
@@ -113,7 +118,7 @@ def _goal_hits(events: DataFrame, goals: Mapping[str, Sequence[GoalSpec]]) -> Da
     if reached is None:
         return None
     return events.where(F.col("site_id").isin(*goals)).select(
-        "site_id", "day", "visitor_id", F.explode(F.array_compact(reached)).alias("goal_id")
+        "site_id", "day", *visitor_keys(events), F.explode(F.array_compact(reached)).alias("goal_id")
     )
 
 
@@ -140,9 +145,7 @@ def goal_breakdowns(events: DataFrame, goals: Mapping[str, Sequence[GoalSpec]], 
     if hits is None:
         counts = spark.createDataFrame([], "site_id STRING, day STRING, goal_id STRING, events LONG, visitors LONG")
     else:
-        counts = hits.groupBy("site_id", "day", "goal_id").agg(
-            F.count("*").alias("events"), F.count_distinct("visitor_id").alias("visitors")
-        )
+        counts = _counted(hits, ["site_id", "day", "goal_id"], visitor_keys(events))
     joined = zeros.join(counts, ["site_id", "day", "goal_id"], "left").fillna(0, subset=["events", "visitors"])
     return _keyed(joined, "goal", F.col("goal_id"), "visitors", "events", "name")
 
@@ -198,7 +201,9 @@ def goal_source_breakdowns(
     if hits is None:
         return spark.createDataFrame([], GOAL_SOURCE_DDL)
     with_goals = [site for site, specs in goals.items() if specs]
-    visitor = ["site_id", "day", "visitor_id"]
+    # _alone is "" for every row with a visitor: a key that keeps rows partitioned by visitor from a shuffle.
+    alone = ["_alone"] if "_alone" in sessions.columns and "_alone" in events.columns else []
+    visitor = ["site_id", "day", "visitor_id", *alone]
     first = Window.partitionBy(*visitor).orderBy("start_ts", "session_id")
     pairs = F.array(*[F.struct(F.lit(dim).alias("dim"), F.col(column).alias("v")) for dim, column in
                       _SESSION_COLUMNS.items()])  # fmt: skip

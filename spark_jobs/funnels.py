@@ -55,6 +55,7 @@ from pyspark.sql import functions as F
 
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS, MAX_FUNNEL_STEPS, PAGE, FunnelSpec, GoalSpec
 from footfall.vocabulary import ENGAGEMENT, SESSION_GAP_MINUTES
+from spark_jobs.columns import VISITOR, with_visitor_key
 
 # Output per (site_id, day, funnel_id, step): step is 1-based; median_ms is null for step 1
 # and for steps nobody reached; times_ms has len(FUNNEL_TIME_BOUNDS_MS) + 1 counts (all 0
@@ -63,7 +64,6 @@ FUNNEL_DDL = (
     "site_id STRING, day STRING, funnel_id STRING, step INT, visitors BIGINT, median_ms DOUBLE, times_ms ARRAY<BIGINT>"
 )
 _NOT_STEPS = (ENGAGEMENT, "request")  # never steps, never "other events" between steps
-_VISITOR = ["site_id", "visitor_id", "_alone"]
 
 
 def goal_matches(goal: GoalSpec) -> Column:
@@ -187,18 +187,16 @@ def funnel_steps(
         & ~F.col("type").isin(*_NOT_STEPS)
         & F.col("site_id").isin(*sorted(defined))
     )
-    # Null visitor ids would otherwise share one partition; their own event_id splits them.
-    alone = F.when(F.col("visitor_id").isNull(), F.col("event_id"))
-    in_order = Window.partitionBy(*_VISITOR).orderBy("ts", "event_id")
+    in_order = Window.partitionBy(*VISITOR).orderBy("ts", "event_id")
     prev_ts = F.lag("ts").over(in_order)
     starts = (prev_ts.isNull() | (F.col("ts") - prev_ts > gap_minutes * 60_000)).cast("int")
     sessions = (
-        eligible.withColumn("_alone", alone)
+        with_visitor_key(eligible)
         .withColumn("_start", starts)
         .withColumn("_session", F.sum("_start").over(in_order.rowsBetween(Window.unboundedPreceding, 0)))
     )
     rows = (
-        sessions.select(*_VISITOR, "ts", "event_id", "day", "_session", F.explode(_funnels_of_site(defined)).alias("f"))
+        sessions.select(*VISITOR, "ts", "event_id", "day", "_session", F.explode(_funnels_of_site(defined)).alias("f"))
         .select("*", "f.*")
         .drop("f")
         .where((F.col("mask") != 0) | F.col("strict"))

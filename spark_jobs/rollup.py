@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from archive.reader import read_events
@@ -70,6 +70,18 @@ DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical do
 PERSIST = StorageLevel.DISK_ONLY
 
 
+def persisted(local: DataFrame) -> DataFrame:
+    """``local`` (:func:`spark_jobs.transforms.localized`) persisted with :data:`PERSIST` and computed now.
+
+    Deduplicated and localized once for every output, each of which would otherwise redo the read
+    and the shuffles. Computed before any output is planned: a plan over rows already cached knows
+    their partitioning by visitor, and its per-visitor windows and groups then need no shuffle or
+    sort of their own (over rows not yet cached, adaptive execution cannot tell it in advance)."""
+    local = local.persist(PERSIST)
+    local.count()
+    return local
+
+
 def day_range(first: dt.date, last: dt.date) -> list[str]:
     return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
 
@@ -85,8 +97,8 @@ def _round(row: dict[str, object]) -> dict[str, object]:
     return {k: round(v, DOUBLE_DIGITS) if isinstance(v, float) else v for k, v in row.items()}
 
 
-def _rows(df: DataFrame, drop: Iterable[str] = ("site_id", "day")) -> Iterable[dict[str, object]]:
-    for row in df.toLocalIterator():
+def _rows(rows: Iterable[Row], drop: Iterable[str] = ("site_id", "day")) -> Iterable[dict[str, object]]:
+    for row in rows:
         data = row.asDict()
         # Columns only some dimensions have stay out of the others' documents.
         kept = {k: v for k, v in data.items() if k not in drop and (v is not None or k not in BREAKDOWN_EXTRAS)}
@@ -193,14 +205,16 @@ class DayRows:
 
 def collect_rows(result: Mapping[str, DataFrame], read: DataFrame, site_tz: Mapping[str, str]) -> DayRows:
     """:func:`spark_jobs.transforms.rollup`'s ``result`` and the ``read`` counts per site and day, on the driver."""
+    # The small outputs in one job each; the breakdowns, which can outgrow the driver's result size,
+    # a partition at a time (adaptive execution has coalesced them to a few).
     rows = DayRows(read={(r["site_id"], r["day"]): r["count"] for r in read.collect()})
-    rows.daily = {(s, d): row for s, d, row in _rows(result["daily"])}
-    for s, d, row in _rows(result["hourly"]):
+    rows.daily = {(s, d): row for s, d, row in _rows(result["daily"].collect())}
+    for s, d, row in _rows(result["hourly"].collect()):
         start_ms = int(row.pop("bucket_start"))  # type: ignore[call-overload]
         rows.hourly[(s, d)].append({**hour_document(d, site_tz[s], start_ms), **row})
-    for s, d, row in _rows(result["breakdowns"]):
+    for s, d, row in _rows(result["breakdowns"].toLocalIterator()):
         rows.breakdowns[(s, d)].append(row)
-    for s, d, row in _rows(result["funnels"]):
+    for s, d, row in _rows(result["funnels"].collect()):
         rows.steps[(s, d)][str(row["funnel_id"])][int(row["step"])] = row  # type: ignore[call-overload]
     return rows
 
@@ -222,10 +236,11 @@ def transform_and_load(
     changes = zone_changes(set(site_tz.values()), days)
     funnels = {site: list(specs) for site, specs in (funnels or {}).items() if site in site_tz}
     goals = goals or {}
-    # Rows read per local day before dedup: the run record says what the figures came from.
-    read = localize(events, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
-    # Deduplicated and localized once, for every output: each would otherwise redo the shuffle.
-    local = localized(events, tz_df, changes).persist(PERSIST)
+    # Rows read per local day before dedup: the run record says what the figures came from. Two
+    # columns of the archive: this scan costs little beside the one of every column localized reads.
+    stamps = events.select("site_id", "ts")
+    read = localize(stamps, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
+    local = persisted(localized(events, tz_df, changes))
     try:
         rows = collect_rows(rollup_localized(local, list(days), funnels=funnels, goals=goals), read, site_tz)
     finally:
@@ -279,12 +294,8 @@ def run(
     loaded = []
     for start in range(0, len(days), CHUNK_DAYS):
         chunk = days[start : start + CHUNK_DAYS]
-        # Cached: the daily, hourly, breakdown and run-count outputs all start from these rows.
-        events = read_events(spark, archive_url, sorted(site_tz), chunk).persist(PERSIST)
-        try:
-            loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, funnels, goals)
-        finally:
-            events.unpersist()
+        events = read_events(spark, archive_url, sorted(site_tz), chunk)
+        loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, funnels, goals)
     return loaded
 
 

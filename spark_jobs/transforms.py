@@ -51,7 +51,7 @@ from pyspark.sql import functions as F
 
 from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import ENGAGEMENT, NON_CUSTOM_TYPES, REFPAGE_SEPARATOR, SESSION_GAP_MINUTES
-from spark_jobs.columns import engaged_ms, human, is_bot, props_map, ref_label
+from spark_jobs.columns import VISITOR, engaged_ms, human, is_bot, props_map, ref_label, visitor_keys, with_visitor_key
 from spark_jobs.conversions import (
     engagement_breakdowns,
     event_breakdowns,
@@ -160,6 +160,11 @@ def only_bots(events: DataFrame) -> DataFrame:
 
 
 def sessionize(pageviews: DataFrame, gap_minutes: int = SESSION_GAP_MINUTES) -> DataFrame:
+    """:func:`sessions_by_visitor` without its ``_alone`` column."""
+    return sessions_by_visitor(pageviews, gap_minutes).drop("_alone")
+
+
+def sessions_by_visitor(pageviews: DataFrame, gap_minutes: int = SESSION_GAP_MINUTES) -> DataFrame:
     """One row per session of localized, deduplicated human page views.
 
     Per ``(site_id, visitor_id)``, ordered by ``ts`` then ``event_id``, a page view more
@@ -173,11 +178,10 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = SESSION_GAP_MINUTES) -> 
     ``entry_ref_domain`` (the referrer label: ``(direct)``, ``(unknown)`` or the domain),
     ``entry_ref_type``, ``entry_utm_source``, ``entry_utm_medium``, ``entry_utm_campaign``,
     ``entry_country``, ``entry_browser``, ``entry_os``, ``entry_device`` (a goal's converting
-    visitors are attributed to these: :func:`spark_jobs.conversions.goal_source_breakdowns`).
+    visitors are attributed to these: :func:`spark_jobs.conversions.goal_source_breakdowns`), and
+    ``_alone`` (:data:`spark_jobs.columns.VISITOR`: the page view's own ``event_id`` without a visitor).
     """
-    # Null visitor ids would otherwise share one partition; their own event_id splits them.
-    alone = F.when(F.col("visitor_id").isNull(), F.col("event_id"))
-    in_order = Window.partitionBy("site_id", "visitor_id", "_alone").orderBy("ts", "event_id")
+    in_order = Window.partitionBy(*VISITOR).orderBy("ts", "event_id")
     prev_ts = F.lag("ts").over(in_order)
     starts = (prev_ts.isNull() | (F.col("ts") - prev_ts > gap_minutes * 60_000)).cast("int")
     # Running count of starts = session number; ROWS frame so it never depends on peers.
@@ -187,7 +191,7 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = SESSION_GAP_MINUTES) -> 
     first_fields = ["ts", "event_id", "day", "bucket_start", "path", "ref_domain", "referrer", "ref_type"]
     first_fields += ["utm_source", "utm_medium", "utm_campaign", "country", "ua_browser", "ua_os", "ua_device"]
     sessions = (
-        pageviews.withColumn("_alone", alone)
+        with_visitor_key(pageviews)
         .withColumn("_start", starts)
         .withColumn("_session", number)
         .groupBy("site_id", "visitor_id", "_alone", "_session")
@@ -218,21 +222,28 @@ def sessionize(pageviews: DataFrame, gap_minutes: int = SESSION_GAP_MINUTES) -> 
         F.col("first.ua_browser").alias("entry_browser"),
         F.col("first.ua_os").alias("entry_os"),
         F.col("first.ua_device").alias("entry_device"),
+        "_alone",
     )
 
 
 def _event_counts(events: DataFrame, keys: list[str]) -> DataFrame:
     is_pageview = F.col("type") == "pageview"
     is_engagement = F.col("type") == ENGAGEMENT
-    return events.groupBy(*keys).agg(
+    # Per visitor first, then per bucket: a visitor's rows are one group, so the distinct count is a count.
+    per_visitor = events.groupBy(*keys, *visitor_keys(events)).agg(
         F.count_if(_human() & is_pageview).alias("pageviews"),
-        F.count_distinct(F.when(_human(), F.col("visitor_id"))).alias("visitors"),
+        F.max(_human()).alias("_human"),
         F.count_if(_human()).alias("events"),
         F.count_if(_is_bot()).alias("bot_events"),
         F.count_if(_human() & ~F.col("type").isin(*NON_CUSTOM_TYPES)).alias("custom_events"),
         # CASE evaluates lazily: only engagement reports' props are parsed.
         F.sum(F.when(_human() & is_engagement, engaged_ms(props_map()))).alias("engaged_ms"),
         F.count_if(_human() & is_engagement).alias("engagements"),
+    )
+    return per_visitor.groupBy(*keys).agg(
+        F.sum("pageviews").alias("pageviews"),
+        F.count(F.when(F.col("_human"), F.col("visitor_id"))).alias("visitors"),
+        *[F.sum(c).alias(c) for c in ("events", "bot_events", "custom_events", "engaged_ms", "engagements")],
     )
 
 
@@ -334,8 +345,10 @@ def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
     # dimension, then a single group-by, instead of a union of twelve group-bys.
     pairs = F.array(*[F.struct(F.lit(name).alias("dimension"), value.alias("value")) for name, value in _dimensions()])
     is_refpage = F.col("dimension") == "refpage"
+    visitor = visitor_keys(pageviews)
+    keys = ["site_id", "day", "dimension", "value", "ref", "page"]
     per_page = (
-        pageviews.select("site_id", "day", "visitor_id", "ref_domain", "referrer", "path", F.explode(pairs).alias("d"))
+        pageviews.select("site_id", "day", *visitor, "ref_domain", "referrer", "path", F.explode(pairs).alias("d"))
         .select(
             "site_id",
             "day",
@@ -343,24 +356,35 @@ def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
             "d.value",
             F.when(is_refpage, _ref()).alias("ref"),
             F.when(is_refpage, F.col("path")).alias("page"),
-            "visitor_id",
+            *visitor,
         )
         .where(F.col("value").isNotNull())
-        .groupBy("site_id", "day", "dimension", "value", "ref", "page")
-        .agg(F.count("*").alias("pageviews"), F.count_distinct("visitor_id").alias("visitors"))
+        # Per visitor first (see _event_counts), then per value.
+        .groupBy(*keys, *visitor)
+        .agg(F.count("*").alias("pageviews"))
+        .groupBy(*keys)
+        .agg(F.sum("pageviews").alias("pageviews"), F.count("visitor_id").alias("visitors"))
         .withColumn("sessions", F.lit(None).cast("long"))
         .withColumn("bounces", F.lit(None).cast("long"))
         .withColumn("visit_duration_s", F.lit(None).cast("double"))
     )
+    entry_keys = ["site_id", "day", F.col("entry_page").alias("value")]
     entry = (
         sessions.where(F.col("entry_page").isNotNull())
-        .groupBy("site_id", "day", F.col("entry_page").alias("value"))
+        .groupBy(*entry_keys, *visitor_keys(sessions))
         .agg(
             F.sum("pageviews").cast("long").alias("pageviews"),
-            F.count_distinct("visitor_id").alias("visitors"),
             F.count("*").alias("sessions"),
             F.count_if("is_bounce").alias("bounces"),
-            F.avg("duration_s").alias("visit_duration_s"),
+            F.sum("duration_s").alias("_duration_s"),
+        )
+        .groupBy("site_id", "day", "value")
+        .agg(
+            F.sum("pageviews").alias("pageviews"),
+            F.count("visitor_id").alias("visitors"),
+            F.sum("sessions").alias("sessions"),
+            F.sum("bounces").alias("bounces"),
+            (F.sum("_duration_s") / F.sum("sessions")).alias("visit_duration_s"),
         )
         .withColumn("dimension", F.lit("entry_page"))
         .withColumn("ref", F.lit(None).cast("string"))
@@ -413,10 +437,31 @@ def rollup(
     return rollup_localized(localized(events, site_tz, transitions), days, gap_minutes, funnels, goals)
 
 
+# The archive columns some output of rollup() reads (the raw event, url, title, ... are never needed).
+ROLLUP_COLUMNS = ("site_id", "event_id", "type", "ts", "received_at", "kafka_partition", "kafka_offset", "is_bot",
+                  "visitor_id", "path", "referrer", "ref_domain", "ref_type", "utm_source", "utm_medium",
+                  "utm_campaign", "country", "ua_browser", "ua_os", "ua_device", "props")  # fmt: skip
+
+
 def localized(events: DataFrame, site_tz: DataFrame, transitions: Sequence[tuple[str, int]]) -> DataFrame:
-    """:func:`localize` of :func:`dedupe`: the rows every output of :func:`rollup` starts from.
-    A caller that persists them spares each output its own dedupe shuffle."""
-    return localize(dedupe(events), site_tz, transitions)
+    """The rows every output of :func:`rollup` starts from: :func:`localize` of :func:`dedupe` of the
+    :data:`ROLLUP_COLUMNS` of ``events``, with ``_alone`` (:data:`spark_jobs.columns.VISITOR`),
+    partitioned by visitor and in time order within each (:func:`by_visitor`).
+
+    A caller that persists them spares each output the archive read and the dedupe shuffle, and
+    the outputs' per-visitor windows and groups their own shuffle and sort."""
+    local = localize(dedupe(events.select(*ROLLUP_COLUMNS)), site_tz, transitions)
+    return by_visitor(local.drop("local_ts", "local_hour"))
+
+
+def by_visitor(events: DataFrame) -> DataFrame:
+    """``events`` with ``_alone``, hash-partitioned by :data:`spark_jobs.columns.VISITOR` and sorted by it
+    then ``ts``, ``event_id`` within each partition: the order of sessions and funnel attempts."""
+    return (
+        with_visitor_key(events)
+        .repartition(*VISITOR)
+        .sortWithinPartitions(*VISITOR, "ts", "event_id")
+    )
 
 
 def rollup_localized(
@@ -429,7 +474,7 @@ def rollup_localized(
     """:func:`rollup` of rows already :func:`localized`."""
     wanted = sorted({d.isoformat() if isinstance(d, dt.date) else d for d in days})
     human_pageviews = only_humans(local).where(F.col("type") == "pageview")
-    sessions = sessionize(human_pageviews, gap_minutes).where(F.col("day").isin(wanted))
+    sessions = sessions_by_visitor(human_pageviews, gap_minutes).where(F.col("day").isin(wanted))
     in_days = local.where(F.col("day").isin(wanted))
     humans = only_humans(in_days)
     pageview_rows = with_engagement(
@@ -448,6 +493,6 @@ def rollup_localized(
         "daily": daily_totals(in_days, sessions),
         "hourly": hourly_totals(in_days, sessions),
         "breakdowns": all_rows.select(*BREAKDOWN_COLUMNS, *BREAKDOWN_EXTRAS),
-        "sessions": sessions,
+        "sessions": sessions.drop("_alone"),
         "funnels": funnel_steps(local, funnels or {}, gap_minutes).where(F.col("day").isin(wanted)),
     }
