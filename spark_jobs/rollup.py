@@ -97,12 +97,12 @@ def _round(row: dict[str, object]) -> dict[str, object]:
     return {k: round(v, DOUBLE_DIGITS) if isinstance(v, float) else v for k, v in row.items()}
 
 
-def _rows(rows: Iterable[Row], drop: Iterable[str] = ("site_id", "day")) -> Iterable[dict[str, object]]:
+def _rows(rows: Iterable[Row], drop: Iterable[str] = ("site_id", "day")) -> Iterable[tuple[str, str, dict]]:
     for row in rows:
         data = row.asDict()
         # Columns only some dimensions have stay out of the others' documents.
         kept = {k: v for k, v in data.items() if k not in drop and (v is not None or k not in BREAKDOWN_EXTRAS)}
-        yield data["site_id"], data["day"], _round(kept)
+        yield str(data["site_id"]), str(data["day"]), _round(kept)
 
 
 def parse_goals(text: str | None, sites: Iterable[str]) -> dict[str, list[GoalSpec]]:
@@ -204,15 +204,18 @@ class DayRows:
 
 
 def collect_rows(result: Mapping[str, DataFrame], read: DataFrame, site_tz: Mapping[str, str]) -> DayRows:
-    """:func:`spark_jobs.transforms.rollup`'s ``result`` and the ``read`` counts per site and day, on the driver."""
-    # The small outputs in one job each; the breakdowns, which can outgrow the driver's result size,
-    # a partition at a time (adaptive execution has coalesced them to a few).
+    """:func:`spark_jobs.transforms.rollup`'s ``result`` and the ``read`` counts per site and day, on the driver.
+
+    One ``collect`` per output. Not ``toLocalIterator``, which runs a job per partition (re-planning the
+    output's whole query each time: most of a small day's time, bench/README.md), nor one action over a
+    union of the outputs, whose plan adaptive execution re-optimizes whole after every stage (slower still
+    on a small day). The driver holds every row of the chunk either way: the load step needs them."""
     rows = DayRows(read={(r["site_id"], r["day"]): r["count"] for r in read.collect()})
     rows.daily = {(s, d): row for s, d, row in _rows(result["daily"].collect())}
     for s, d, row in _rows(result["hourly"].collect()):
         start_ms = int(row.pop("bucket_start"))  # type: ignore[call-overload]
         rows.hourly[(s, d)].append({**hour_document(d, site_tz[s], start_ms), **row})
-    for s, d, row in _rows(result["breakdowns"].toLocalIterator()):
+    for s, d, row in _rows(result["breakdowns"].collect()):
         rows.breakdowns[(s, d)].append(row)
     for s, d, row in _rows(result["funnels"].collect()):
         rows.steps[(s, d)][str(row["funnel_id"])][int(row["step"])] = row  # type: ignore[call-overload]
