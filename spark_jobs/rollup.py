@@ -206,10 +206,10 @@ class DayRows:
 def collect_rows(result: Mapping[str, DataFrame], read: DataFrame, site_tz: Mapping[str, str]) -> DayRows:
     """:func:`spark_jobs.transforms.rollup`'s ``result`` and the ``read`` counts per site and day, on the driver.
 
-    One ``collect`` per output. Not ``toLocalIterator``, which runs a job per partition (re-planning the
-    output's whole query each time: most of a small day's time, bench/README.md), nor one action over a
-    union of the outputs, whose plan adaptive execution re-optimizes whole after every stage (slower still
-    on a small day). The driver holds every row of the chunk either way: the load step needs them."""
+    One ``collect`` per output. Not ``toLocalIterator``, which runs a job per partition of the output, nor
+    one action over a union of the outputs, whose plan adaptive execution re-optimizes whole after every
+    stage (slower on a small day than one collect per output). The driver holds every row of the chunk
+    either way: the load step needs them."""
     rows = DayRows(read={(r["site_id"], r["day"]): r["count"] for r in read.collect()})
     rows.daily = {(s, d): row for s, d, row in _rows(result["daily"].collect())}
     for s, d, row in _rows(result["hourly"].collect()):
