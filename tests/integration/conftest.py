@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import inspect
 import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pymongo
 import pytest
@@ -25,8 +22,7 @@ from footfall.config import Config
 from footfall_capture.kafka import client_config
 from query.health import check_all
 from tests.integration.chromium import BrowserThread
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.reliability.faults import stack
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -37,31 +33,22 @@ def services_up(cfg: Config) -> None:
         pytest.fail(f"services not reachable (start them with deploy/local/test.sh): {problems}", pytrace=False)
 
 
-def stack(*args: str) -> None:
-    """``python -m deploy.local.stack ARGS`` on the test stack (this process's environment,
-    which deploy/local/test.sh points at it); the test fails with its output if it fails."""
-    out = subprocess.run([sys.executable, "-m", "deploy.local.stack", *args], cwd=REPO, capture_output=True,
-                         text=True, timeout=900)  # fmt: skip
-    if out.returncode != 0:
-        pytest.fail(f"stack {' '.join(args)} failed:\n{(out.stdout + out.stderr)[-4000:]}", pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def spark_cluster() -> Iterator[str]:
     """The stack's Spark standalone cluster (``stack start spark-cluster``): its master's URL.
     Started by the first test that needs it, stopped at the end of the run: few tests use it."""
-    stack("start", "spark-cluster")
+    stack("start", "spark-cluster", timeout=900)
     yield os.environ["FOOTFALL_SPARK_CLUSTER"]
-    stack("stop", "spark-cluster")
+    stack("stop", "spark-cluster", timeout=900)
 
 
 @pytest.fixture(scope="session")
 def minio() -> Iterator[str]:
     """The stack's S3 server (``stack start minio``): its endpoint. Started by the first test
     that needs it, stopped at the end of the run."""
-    stack("start", "minio")
+    stack("start", "minio", timeout=900)
     yield os.environ["ARCHIVE_S3_ENDPOINT"]
-    stack("stop", "minio")
+    stack("stop", "minio", timeout=900)
 
 
 @pytest.fixture(scope="session")
