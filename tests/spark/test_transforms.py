@@ -150,6 +150,12 @@ def test_localize_follows_daylight_saving(make_events, make_zones, changes):
     )
 
 
+def test_localize_refuses_a_zone_name_that_is_not_one(make_events, make_zones):
+    """The offset changes reach Spark as SQL text: a name that could end its literal is refused."""
+    with pytest.raises(ValueError, match="not a time zone name"):
+        localize(make_events({"event_id": "e1", "ts": T0}), make_zones({}), [("UTC' OR 1=1 --", T0)])
+
+
 def test_localize_does_not_depend_on_the_session_time_zone(spark: SparkSession, make_events, make_zones, changes):
     """day and local_hour are the same whatever spark.sql.session.timeZone the caller's session has."""
     events = make_events({"event_id": "e1", "site_id": "la", "ts": at(23, 30)})
