@@ -72,9 +72,10 @@ if [ "$#" -gt 0 ]; then  # a focused run: exactly the pytest arguments given
   exit
 fi
 # The pure tier (no service) while the last services start, then everything that needs them.
-# Each prints its slowest tests (pyproject.toml: --durations).
+# Each prints its slowest tests (pyproject.toml: --durations). The pure tier runs on two
+# workers: the Spark tests on one, in one Spark session (tests/conftest.py), the rest on both.
 pure=0
-"$py" -m pytest -m "not integration" || pure=$?
+"$py" -m pytest -m "not integration" -n 2 --dist loadgroup || pure=$?
 services_ready
 integration=0
 "$py" -m pytest -m integration || integration=$?
