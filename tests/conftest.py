@@ -35,6 +35,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "integration" in item.path.parts:
             item.add_marker(pytest.mark.integration)
-        if "spark" in item.fixturenames:
-            # Under pytest-xdist (--dist loadgroup), on one worker: one Spark session, not one per worker.
-            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -73,9 +73,9 @@ if [ "$#" -gt 0 ]; then  # a focused run: exactly the pytest arguments given
 fi
 # The pure tier (no service) while the last services start, then everything that needs them.
 # Each prints its slowest tests (pyproject.toml: --durations). The pure tier runs on two
-# workers: the Spark tests on one, in one Spark session (tests/conftest.py), the rest on both.
+# pytest-xdist workers (each starts its own Spark session for the Spark tests it gets).
 pure=0
-"$py" -m pytest -m "not integration" -n 2 --dist loadgroup || pure=$?
+"$py" -m pytest -m "not integration" -n 2 || pure=$?
 services_ready
 integration=0
 "$py" -m pytest -m integration || integration=$?

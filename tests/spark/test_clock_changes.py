@@ -57,7 +57,7 @@ def rolled(make_events, make_zones, changes) -> tuple[dict[str, list[dict]], dic
     """The generated rows by ``site|day``, and the rollup's daily and hourly rows, collected
     once for every test here (each collect of a lazy output would run the whole rollup again).
     Of the session: pytest-xdist may run other modules' tests between these, which would end a
-    module-scoped fixture and roll up again."""
+    module-scoped fixture and roll up again (each worker that runs one of them rolls up once)."""
     rows = {f"{site}|{day}": generated(site, zone, day) for site, zone, day, _ in CASES}
     events = make_events(*(row for group in rows.values() for row in group))
     zones = make_zones({site: zone for site, zone, _, _ in CASES})
