@@ -60,6 +60,10 @@ SESSION_CONF = {
     # off by default since Spark 4.0): otherwise every output re-reads them in as many tasks as
     # spark.sql.shuffle.partitions (200), however small the day (figures: bench/README.md).
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+    # Shuffle the archive's rows with the sort-based writer, one file per map task. Under its default
+    # threshold (200 partitions) Spark writes a file per task and partition: tens of thousands of small
+    # files when the archive's many small files make many map tasks (bench/README.md).
+    "spark.shuffle.sort.bypassMergeThreshold": "0",
 }
 DOUBLE_DIGITS = 6  # doubles rounded so local and cluster runs give identical documents
 # Where the job keeps the rows it reads more than once: on local disk, not in the heap. Cached in
