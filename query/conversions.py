@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import EVENT_PROP_VALUES, GOAL_BREAKDOWN_METRICS, PROP_SEPARATOR, VALUE_OTHER
-from query import history
+from historical.reads import FunnelHistory, Sums
 from query.params import Range
 from query.plan import Piece, ms, site_day
 from query.service import (
@@ -45,7 +45,7 @@ class Conversions:
         sid = site.site_id
         settled_sums = self.svc.settled_read(
             settled, ("event_prop", sid, event, prop), days,
-            lambda: history.event_properties(self.svc.db, sid, event, prop, days),
+            lambda: self.svc.rollups.event_properties(sid, event, prop, days),
         )  # fmt: skip
         merged = {value: sums.copy() for value, sums in settled_sums.items()}
         notes = [
@@ -82,11 +82,11 @@ class Conversions:
         }
 
     def _add_realtime_properties(
-        self, site_id: str, event: str, prop: str, pieces: list[Piece], merged: dict[str, history.Sums]
+        self, site_id: str, event: str, prop: str, pieces: list[Piece], merged: dict[str, Sums]
     ) -> None:
         for p in pieces:
             for row in self.svc.rt.event_properties(site_id, event, prop, ms(p.start), ms(p.end), REALTIME_TOP):
-                sums = merged.setdefault(row.value, history.Sums())
+                sums = merged.setdefault(row.value, Sums())
                 sums.events += row.events
                 sums.visitors += row.visitors
 
@@ -104,9 +104,7 @@ class Conversions:
         pieces = self.svc.pieces(site, rng.start, rng.end, settled)
         days = batch_days(pieces)
         sid = site.site_id
-        batch = self.svc.settled_read(
-            settled, ("goals", sid), days, lambda: history.goal_counts(self.svc.db, sid, days)
-        )
+        batch = self.svc.settled_read(settled, ("goals", sid), days, lambda: self.svc.rollups.goal_counts(sid, days))
         counts = {g.goal_id: list(batch.get(g.goal_id, (0, 0))) for g in goals}
         for p in pieces:
             if p.source == "realtime" and goals:
@@ -162,14 +160,14 @@ class Conversions:
         counted = {d for d in days if d in settled.goal_sources and goal_id in settled.goals.get(d, frozenset())}
         found = self.svc.settled_read(
             settled, ("goal_sources", sid, dim, goal_id), counted,
-            lambda: history.goal_sources(self.svc.db, sid, dim, goal_id, counted),
+            lambda: self.svc.rollups.goal_sources(sid, dim, goal_id, counted),
         )  # fmt: skip
         ranked = sorted(found.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
         chosen = ranked[(page - 1) * limit : page * limit]
         shown = sorted(value for value, _ in chosen)
         base = self.svc.settled_read(
             settled, ("goal_base", sid, dim, PROP_SEPARATOR.join(shown)), counted,
-            lambda: history.goal_base(self.svc.db, sid, dim, counted, shown),
+            lambda: self.svc.rollups.goal_base(sid, dim, counted, shown),
         )  # fmt: skip
         results = []
         for value, (visitors, conversions) in chosen:
@@ -223,10 +221,10 @@ class Conversions:
         pieces = self.svc.pieces(site, rng.start, rng.end, settled)
         days = batch_days(pieces)
         sid = site.site_id
-        none = history.FunnelHistory(spec.funnel_id, spec.name, (), ())  # never rolled up: a cacheable nothing
+        none = FunnelHistory(spec.funnel_id, spec.name, (), ())  # never rolled up: a cacheable nothing
         found = self.svc.settled_read(
             settled, ("funnel", sid, spec.funnel_id), days,
-            lambda: history.funnel(self.svc.db, sid, spec.funnel_id, days) or none,
+            lambda: self.svc.rollups.funnel(sid, spec.funnel_id, days) or none,
         )  # fmt: skip
         notes = [f"visitors: {VISITORS_DAILY_SUM if len(days) > 1 else VISITORS_EXACT}"]
         unsettled = sorted({p.day for p in pieces if p.source != "batch" and p.day})
@@ -283,7 +281,7 @@ class Conversions:
             settled,
             ("goal_days", sid, spec.goal_id),
             days,
-            lambda: history.goal_days(self.svc.db, sid, spec.goal_id, days),
+            lambda: self.svc.rollups.goal_days(sid, spec.goal_id, days),
         )
         out: dict[str, dict[str, object]] = {}
         # Pieces never cross a site-local midnight (query.plan.split), so each is one day's.
@@ -312,7 +310,7 @@ class Conversions:
         sid = site.site_id
         names = self.svc.settled_read(
             settled, ("event_prop_names", sid, event), days,
-            lambda: history.event_property_names(self.svc.db, sid, event, days),
+            lambda: self.svc.rollups.event_property_names(sid, event, days),
         )  # fmt: skip
         notes = []
         if any(p.source != "batch" for p in pieces):

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from functools import cache
 
+from pymongo.database import Database
+
 from footfall.config import footfall_config
+from historical.reads import RollupReads
 from historical.store import connect
 from query.conversions import Conversions
 from query.health import HealthChecks, PipelineHealth
@@ -16,11 +19,19 @@ from realtime.runtime import get_store
 
 
 @cache
-def get_service() -> QueryService:
+def get_database() -> Database:
     cfg = footfall_config()
     _, db = connect(cfg.mongo_url, cfg.mongo_db)
+    return db
+
+
+@cache
+def get_service() -> QueryService:
+    cfg = footfall_config()
     cache = SettledCache(cfg.api_cache_items) if cfg.api_cache_items else None
-    return QueryService(db, RealtimeQueries(get_store()), cfg.realtime_retention_s, cache=cache)
+    return QueryService(
+        RollupReads(get_database()), RealtimeQueries(get_store()), cfg.realtime_retention_s, cache=cache
+    )
 
 
 @cache
@@ -30,7 +41,7 @@ def get_conversions() -> Conversions:
 
 @cache
 def get_health() -> PipelineHealth:
-    return PipelineHealth(footfall_config(), get_store(), get_service().db)
+    return PipelineHealth(footfall_config(), get_store(), get_database())
 
 
 @cache

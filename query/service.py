@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
-from pymongo.database import Database
-
 from footfall.vocabulary import (
     CUSTOM_EVENT_DIMENSIONS,
     ENGAGEMENT_DIMENSIONS,
@@ -31,11 +29,12 @@ from footfall.vocabulary import (
     VALUE_OTHER,
     QueryError,
 )
-from query import history
+from historical.reads import Settlement, Sums
 from query.params import MAX_LIMIT, Filter, Range
 from query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
-from query.realtime import RealtimeQueries, Row
+from query.realtime import Row
 from query.settled_cache import SettledCache
+from query.stores import RecentReads, SettledReads
 from realtime.trends import Rising
 
 R = TypeVar("R")
@@ -83,17 +82,17 @@ def _span(pieces: list[Piece]) -> dict[str, object]:
 
 
 class QueryService:
-    """One query layer over Mongo (settled) and Redis (recent), for the API and the dashboard."""
+    """One query layer over the settled rollups and the recent counters, for the API and the dashboard."""
 
     def __init__(
         self,
-        db: Database,
-        realtime: RealtimeQueries,
+        rollups: SettledReads,
+        realtime: RecentReads,
         retention_s: int,
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         cache: SettledCache | None = None,
     ) -> None:
-        self.db = db
+        self.rollups = rollups
         self.rt = realtime
         self.retention_s = retention_s
         self.now = now
@@ -101,25 +100,23 @@ class QueryService:
 
     # -- building blocks (also of query.conversions) -----------------------------------------
 
-    def settlement(self, site: SiteInfo, start: dt.datetime) -> history.Settlement:
+    def settlement(self, site: SiteInfo, start: dt.datetime) -> Settlement:
         """The days settled from ``start``'s site-local day on, and the watermark."""
-        return history.settlement(self.db, site.site_id, site_day(start, ZoneInfo(site.tz)).isoformat())
+        return self.rollups.settlement(site.site_id, site_day(start, ZoneInfo(site.tz)).isoformat())
 
-    def settled_read(
-        self, settled: history.Settlement, key: tuple[str, ...], days: set[str], fetch: Callable[[], R]
-    ) -> R:
+    def settled_read(self, settled: Settlement, key: tuple[str, ...], days: set[str], fetch: Callable[[], R]) -> R:
         """``fetch()``, a read of the settled ``days`` (``key`` names it, site included),
         through the cache when there is one. The result is shared: never mutate it."""
         if self.cache is None or not days:
             return fetch()
         return self.cache.read(key, days, settled.generations, fetch)
 
-    def pieces(self, site: SiteInfo, start: dt.datetime, end: dt.datetime, settled: history.Settlement) -> list[Piece]:
+    def pieces(self, site: SiteInfo, start: dt.datetime, end: dt.datetime, settled: Settlement) -> list[Piece]:
         realtime_from = realtime_window_start(self.now(), self.retention_s)
         return split(start, end, ZoneInfo(site.tz), settled.days, realtime_from)
 
     @staticmethod
-    def sources(pieces: list[Piece], settled: history.Settlement, notes: list[str]) -> dict[str, object]:
+    def sources(pieces: list[Piece], settled: Settlement, notes: list[str]) -> dict[str, object]:
         by = {src: [p for p in pieces if p.source == src] for src in ("batch", "realtime", "missing")}
         return {
             "batch": {**_span(by["batch"]), "days": sorted({p.day for p in by["batch"] if p.day})},
@@ -161,12 +158,12 @@ class QueryService:
                 settled,
                 ("filtered_daily", sid, dim, value),
                 whole_days,
-                lambda: history.filtered_daily(self.db, sid, dim, value, whole_days),
+                lambda: self.rollups.filtered_daily(sid, dim, value, whole_days),
             )
         else:
             docs = self.daily(site, settled, whole_days)
         hour_docs = self.settled_read(
-            settled, ("hourly", sid, site.tz), hour_days, lambda: history.hourly(self.db, sid, site.tz, hour_days)
+            settled, ("hourly", sid, site.tz), hour_days, lambda: self.rollups.hourly(sid, site.tz, hour_days)
         )
         for i, p in enumerate(pieces):
             if p.source != "batch" or p.day is None:
@@ -219,14 +216,14 @@ class QueryService:
 
     # -- totals --------------------------------------------------------------------------
 
-    def daily(self, site: SiteInfo, settled: history.Settlement, days: set[str]) -> dict[str, dict]:
+    def daily(self, site: SiteInfo, settled: Settlement, days: set[str]) -> dict[str, dict]:
         sid = site.site_id
-        return self.settled_read(settled, ("daily", sid), days, lambda: history.daily(self.db, sid, days))
+        return self.settled_read(settled, ("daily", sid), days, lambda: self.rollups.daily(sid, days))
 
     def totals(self, site: SiteInfo, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
         """Page views, visitors, sessions, bounce rate and visit duration of ``pieces``: their
         settled days from ``daily`` (which may hold more days), the rest from Redis."""
-        sums = history.Sums()
+        sums = Sums()
         for p in pieces:
             if p.source == "batch" and p.day in daily:
                 sums.add(daily[p.day])
@@ -322,7 +319,7 @@ class QueryService:
             settled,
             ("breakdown", sid, dim, ref or "", path or ""),
             days,
-            lambda: history.breakdown(self.db, sid, dim, days, ref=ref, page=path),
+            lambda: self.rollups.breakdown(sid, dim, days, ref=ref, page=path),
         )
         # A copy: the realtime part is added to it, and the cached sums are shared.
         merged = {value: sums.copy() for value, sums in settled_sums.items()}
@@ -334,7 +331,7 @@ class QueryService:
             for p in realtime:
                 rows = self.rt.custom_events(site.site_id, ms(p.start), ms(p.end), REALTIME_TOP, rest_as_other=True)
                 for row in rows:
-                    sums = merged.setdefault(row.value, history.Sums())
+                    sums = merged.setdefault(row.value, Sums())
                     sums.events += row.events
                     sums.visitors += row.visitors
             notes.append(REALTIME_TOP_NOTE.format(what="event names"))
@@ -342,7 +339,7 @@ class QueryService:
             rankings = [(p, self._realtime_ranking(site.site_id, dim, p, ref, path)) for p in realtime]
             for _, ranking in rankings:
                 for value, (_, pageviews) in ranking.items():
-                    merged.setdefault(value, history.Sums()).pageviews += pageviews
+                    merged.setdefault(value, Sums()).pageviews += pageviews
             notes.append(REALTIME_TOP_NOTE.format(what="values"))
             if (ref is not None or path is not None) and any(
                 ranking.get(VALUE_OTHER, ("", 0))[0] is None for _, ranking in rankings
@@ -393,7 +390,7 @@ class QueryService:
         site_id: str,
         dim: str,
         pieces: list[Piece],
-        merged: dict[str, history.Sums],
+        merged: dict[str, Sums],
     ) -> None:
         """Add each realtime piece's engaged time and reports to the rows: a value with no row
         (its page views went to ``(other)``, past a cap or the top values) adds them to the
@@ -401,7 +398,7 @@ class QueryService:
         up. A report's page may have its row from another day (viewed before midnight)."""
         for p in pieces:
             for value, got in self.rt.engagement(site_id, dim, ms(p.start), ms(p.end)).items():
-                sums = merged.setdefault(value if value in merged else VALUE_OTHER, history.Sums())
+                sums = merged.setdefault(value if value in merged else VALUE_OTHER, Sums())
                 sums.engaged_ms += got.engaged_ms
                 sums.engagements += got.reports
 
@@ -410,7 +407,7 @@ class QueryService:
         site_id: str,
         redis_dim: str,
         rankings: list[tuple[Piece, dict[str, tuple[str, int]]]],
-        chosen: list[tuple[str, history.Sums]],
+        chosen: list[tuple[str, Sums]],
     ) -> None:
         """Add each realtime piece's HLL visitors to the rows shown (only those: one PFCOUNT
         over the piece's minutes per row, so not for the whole ranking)."""
@@ -483,7 +480,7 @@ def _batch_value(metric: str, doc: dict | None, filtered: bool) -> float | int |
     return int(doc.get(metric) or 0)
 
 
-def _row(value: str, sums: history.Sums, metrics: tuple[str, ...], dim: str) -> dict[str, object]:
+def _row(value: str, sums: Sums, metrics: tuple[str, ...], dim: str) -> dict[str, object]:
     """One breakdown row: ``metrics`` of ``value`` from its sums; a metric that does not
     exist for ``dim`` (sessions but per entry page, time on page but per page, ...) is None."""
     row: dict[str, object] = {"value": value}
@@ -492,7 +489,7 @@ def _row(value: str, sums: history.Sums, metrics: tuple[str, ...], dim: str) -> 
     return row
 
 
-def _metric(name: str, sums: history.Sums, dim: str) -> float | int | None:
+def _metric(name: str, sums: Sums, dim: str) -> float | int | None:
     if name == "pageviews":
         return sums.pageviews
     if name == "visitors":

@@ -21,6 +21,7 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.models import Goal, Site
 from historical.buckets import ms
+from historical.reads import RollupReads
 from historical.store import DayDocuments, hour_document, load_day, record_reconciliation
 from query.conversions import Conversions
 from query.health import PipelineHealth
@@ -43,7 +44,9 @@ class Stack:
     db: pymongo.database.Database
 
     def measurer(self, now: dt.datetime, cfg: Config | None = None) -> Measurer:
-        svc = QueryService(self.db, RealtimeQueries(self.store), self.cfg.realtime_retention_s, now=lambda: now)
+        svc = QueryService(
+            RollupReads(self.db), RealtimeQueries(self.store), self.cfg.realtime_retention_s, now=lambda: now
+        )
         return Measurer(svc, Conversions(svc), PipelineHealth(cfg or self.cfg, self.store, self.db), now)
 
 

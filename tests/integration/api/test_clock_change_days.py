@@ -26,6 +26,7 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, encode
 from historical.buckets import day_buckets, local_midnight, ms
+from historical.reads import RollupReads
 from historical.store import connect
 from query.params import Range
 from query.realtime import RealtimeQueries
@@ -139,7 +140,7 @@ def test_fall_back_day_inside_the_realtime_window_counts_each_hour_once(
     store.apply(events, now_ms=max(e.ts for e in events) + 1)
     archive(cfg, events)
     client_, db = connect(cfg.mongo_url, cfg.mongo_db)
-    service = QueryService(db, RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: now)
+    service = QueryService(RollupReads(db), RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: now)
     tz = ZoneInfo(zone)
     rng = Range(local_midnight(dt.date(2027, 10, 31), tz), local_midnight(dt.date(2027, 11, 1), tz), tz)
     info = SiteInfo(site, zone)

@@ -21,6 +21,7 @@ from footfall.config import Config
 from footfall.models import Site
 from footfall_capture.events import decode
 from historical.buckets import local_midnight
+from historical.reads import RollupReads
 from historical.store import connect
 from query.params import Range
 from query.realtime import RealtimeQueries
@@ -77,7 +78,7 @@ def test_app_and_unparseable_referrers_agree_in_both_layers(cfg: Config, tmp_pat
     store.apply(events, now_ms=int(now.timestamp() * 1000))
     archive(cfg, events)
     mongo, db = connect(cfg.mongo_url, cfg.mongo_db)
-    service = QueryService(db, RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: now)
+    service = QueryService(RollupReads(db), RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: now)
     utc = ZoneInfo("UTC")
     days = sorted({dt.datetime.fromtimestamp(e.ts / 1000, dt.UTC).date() for e in events})
     rng = Range(local_midnight(days[0], utc), local_midnight(days[-1] + dt.timedelta(days=1), utc), utc)

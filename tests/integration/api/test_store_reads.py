@@ -18,6 +18,7 @@ from pymongo import monitoring
 
 from footfall.config import Config
 from historical.buckets import ms
+from historical.reads import RollupReads
 from historical.store import DAILY, HOURLY, RUNS, DayDocuments, hour_document, load_day
 from query.params import Range
 from query.realtime import RealtimeQueries
@@ -62,7 +63,7 @@ def reads(cfg: Config) -> Iterator[tuple[QueryService, SiteInfo, Finds]]:
         hour = {**hour_document(day.isoformat(), TZ, nine), "pageviews": 100 + n}
         load_day(db, DayDocuments(site, day.isoformat(), daily, [hour], [], run))
     store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout(retention_s=cfg.realtime_retention_s))
-    service = QueryService(db, RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: NOW)
+    service = QueryService(RollupReads(db), RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: NOW)
     finds.collections.clear()
     yield service, SiteInfo(site, TZ), finds
     for name in (DAILY, HOURLY, RUNS):
@@ -137,7 +138,7 @@ def test_cached_settled_reads_last_until_the_day_is_loaded_again(reads) -> None:
 
     run = {"status": "complete", "tz": TZ}
     daily = {"pageviews": 1000, "visitors": 10, "sessions": 20, "bounces": 5, "visit_duration_s": 30.0}
-    load_day(service.db, DayDocuments(site.site_id, "2026-11-13", daily, [], [], run))
+    load_day(service.rollups.db, DayDocuments(site.site_id, "2026-11-13", daily, [], [], run))
     finds.collections.clear()
     again = service.aggregate(site, rng, compare=False)
     assert finds.collections == [RUNS, DAILY]

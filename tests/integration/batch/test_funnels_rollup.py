@@ -22,8 +22,8 @@ from footfall.config import Config
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS, FunnelSpec, GoalSpec
 from footfall.models import Site
 from footfall_capture.events import SCHEMA_VERSION, Event, UserAgent
+from historical.reads import RollupReads
 from historical.store import FUNNELS, documents
-from query.history import funnel
 from tests.integration.api.test_clock_change_days import archive
 from tests.spark_session import roll_up_in_session
 
@@ -137,11 +137,11 @@ def test_funnels_roll_up_exactly_and_idempotently(batch_cfg: Config, spark: Spar
             "a re-run changed the documents"
         )
 
-        both = funnel(db, site, "1", [DAY1, DAY2])
+        both = RollupReads(db).funnel(site, "1", [DAY1, DAY2])
         assert both is not None
         assert (both.name, both.days) == ("Signup", (DAY1, DAY2))
         assert [s.visitors for s in both.steps] == [5, 4, 2]
         assert [s.median_estimated for s in both.steps] == [False, True, True]
-        assert funnel(db, site, "2", [DAY1, DAY2]) is None
+        assert RollupReads(db).funnel(site, "2", [DAY1, DAY2]) is None
     finally:
         client.close()

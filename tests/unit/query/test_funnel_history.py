@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS as BOUNDS
-from query.history import FunnelStep, histogram_median, merge_funnel
+from historical.reads import FunnelStep, histogram_median, merge_funnel
 
 WIDTH = len(BOUNDS) + 1
 
