@@ -52,8 +52,8 @@ from query.conversions import Conversions
 from query.health import PipelineHealth
 from query.params import Range
 from query.plan import ms
-from query.realtime import Row
 from query.service import QueryService, SiteInfo
+from query.stores import Row
 
 SPIKE_BASELINE_MINUTES = 180  # the trend detector's baseline ("Rising now" compares with 3 hours)
 SPIKE_MIN_BLOCKS = 3

@@ -55,9 +55,9 @@ from footfall.vocabulary import BREAKDOWN_METRICS, CUSTOM_EVENT_DIMENSIONS, INTE
 from historical.store import ROLLUP_COLLECTIONS, RUNS, connect
 from query import params as p
 from query.conversions import Conversions
-from query.realtime import RealtimeQueries
 from query.service import QueryService, SiteInfo
 from realtime.keys import PREFIX, KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 
 GOALS = {"realtime_p95_ms": 100.0, "history_p95_ms": 300.0, "ratio": 3.0}

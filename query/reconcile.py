@@ -17,7 +17,7 @@ from pymongo.database import Database
 from footfall.config import Config
 from historical.buckets import local_midnight, ms
 from historical.store import DAILY, connect, daily_id, record_reconciliation
-from query.realtime import RealtimeQueries
+from realtime.reads import RealtimeQueries
 from realtime.runtime import get_store
 
 

@@ -12,9 +12,9 @@ from historical.reads import RollupReads
 from historical.store import connect
 from query.conversions import Conversions
 from query.health import HealthChecks, PipelineHealth
-from query.realtime import RealtimeQueries
 from query.service import QueryService
 from query.settled_cache import SettledCache
+from realtime.reads import RealtimeQueries
 from realtime.runtime import get_store
 
 

@@ -3,7 +3,7 @@ recent counters, as two narrow protocols.
 
 :class:`query.service.QueryService` and :class:`query.conversions.Conversions` read through
 them only, so the lambda merge runs over MongoDB and Redis in production
-(:class:`historical.reads.RollupReads`, :class:`query.realtime.RealtimeQueries`) and over
+(:class:`historical.reads.RollupReads`, :class:`realtime.reads.RealtimeQueries`) and over
 in-memory readers in its unit tests. Times are epoch milliseconds, days site-local
 ``YYYY-MM-DD`` strings.
 """
@@ -15,7 +15,23 @@ from typing import Protocol
 
 from footfall.goals import GoalSpec
 from historical.reads import FunnelHistory, HourDocs, Settlement, Sums
-from query.realtime import Engagement, EventRow, GoalCount, LiveView
+from realtime.reads import Engagement, EventRow, GoalCount, LiveView, Row
+
+# The answers' shapes, for the query layer's callers (the API, the dashboard and the alerts read
+# through query/ only).
+__all__ = [
+    "Engagement",
+    "EventRow",
+    "FunnelHistory",
+    "GoalCount",
+    "HourDocs",
+    "LiveView",
+    "RecentReads",
+    "Row",
+    "SettledReads",
+    "Settlement",
+    "Sums",
+]  # fmt: skip
 
 
 class SettledReads(Protocol):

@@ -26,8 +26,8 @@ from archive.store import Archive, read_event_ids
 from deploy.local.services import StackConfig
 from footfall.config import Config
 from historical.store import BREAKDOWNS, DAILY, HOURLY, RUNS
-from query.realtime import RealtimeQueries
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.batch.test_rollup_e2e import archive_topic
 from tests.integration.kafka_tail import produce

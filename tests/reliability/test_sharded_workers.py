@@ -33,7 +33,7 @@ import redis
 from deploy.local.services import StackConfig
 from footfall.config import Config
 from footfall_capture.events import Event
-from query.realtime import RealtimeQueries
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.realtime.conftest import Workers, answers, consumed, shard_urls, sharded_store, wait_consumed
 from tests.integration.realtime.test_exactly_once import assert_exact, end_offsets, traffic

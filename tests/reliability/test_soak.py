@@ -40,8 +40,8 @@ import pytest
 import redis
 
 from footfall.config import Config
-from query.realtime import RealtimeQueries
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.collector.test_collect import CHROME
 from tests.integration.conftest import kafka_admin, rt_topic  # noqa: F401 - fixtures

@@ -14,9 +14,9 @@ import uuid
 import redis
 
 from footfall.config import Config
-from query.realtime import RealtimeQueries
 from realtime.health import consumer_lag
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.realtime.conftest import Workers, consumed, truth, wait_consumed
 from tests.integration.realtime.test_exactly_once import assert_exact, end_offsets, traffic

@@ -25,9 +25,9 @@ from historical.reads import RollupReads
 from historical.store import DayDocuments, hour_document, load_day, record_reconciliation
 from query.conversions import Conversions
 from query.health import PipelineHealth
-from query.realtime import RealtimeQueries
 from query.service import QueryService
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.runtime import GROUP as REALTIME_GROUP
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce

@@ -29,9 +29,9 @@ from historical.buckets import day_buckets, local_midnight, ms
 from historical.reads import RollupReads
 from historical.store import connect
 from query.params import Range
-from query.realtime import RealtimeQueries
 from query.service import QueryService, SiteInfo
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from spark_jobs.rollup import transform_and_load
 from tests.integration.api.conftest import SiteKey, make_site

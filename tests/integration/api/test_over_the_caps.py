@@ -36,11 +36,11 @@ from footfall.vocabulary import (
     VALUE_OTHER,
 )
 from footfall_capture.events import SCHEMA_VERSION, Event, UserAgent, Utm, new_event_id
-from query.realtime import RealtimeQueries
 from query.runtime import get_conversions, get_health, get_service
 from query.service import SiteInfo
 from realtime.health import worker_heartbeats
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.api.conftest import SiteKey, make_site
 from tests.integration.dash_callbacks import post_callback
@@ -299,7 +299,7 @@ def test_unreadable_stored_values_are_skipped_and_counted(
     client.hset(layout.stats, mapping={"events": 5, "bogus": "x"})
     client.hset(layout.workers, mapping={"w1": "{not json", "w2": json.dumps({"at": 1}), "w3": "[]"})
     unreadable = Unreadable()  # this test's own counts and log lines
-    monkeypatch.setattr("query.realtime.skip", unreadable.skip)
+    monkeypatch.setattr("realtime.reads.skip", unreadable.skip)
     monkeypatch.setattr("realtime.store.skip", unreadable.skip)
     monkeypatch.setattr("realtime.health.skip", unreadable.skip)
     with caplog.at_level("WARNING", logger="footfall.unreadable"):

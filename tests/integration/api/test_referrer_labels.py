@@ -24,9 +24,9 @@ from historical.buckets import local_midnight
 from historical.reads import RollupReads
 from historical.store import connect
 from query.params import Range
-from query.realtime import RealtimeQueries
 from query.service import QueryService, SiteInfo
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.api.test_clock_change_days import archive, roll_up
 from tests.integration.kafka_tail import TopicTail

@@ -27,11 +27,11 @@ from footfall.config import Config
 from footfall.kafka_client import consumer_config
 from footfall.models import ApiKey, Site
 from footfall.vocabulary import MINUTE_VALUES, VALUE_OTHER
-from query.realtime import RealtimeQueries
 from query.runtime import get_service
 from query.service import REALTIME_TOP
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.api.conftest import SiteKey
 from tests.integration.dash_callbacks import post_callback

@@ -21,10 +21,10 @@ from historical.buckets import ms
 from historical.reads import RollupReads
 from historical.store import DAILY, HOURLY, RUNS, DayDocuments, hour_document, load_day
 from query.params import Range
-from query.realtime import RealtimeQueries
 from query.service import QueryService, SiteInfo
 from query.settled_cache import SettledCache
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 
 TZ = "Europe/Berlin"

@@ -41,8 +41,8 @@ from archive.store import Archive, _dedupe
 from footfall.config import Config
 from footfall_capture.kafka import client_config
 from historical.store import BREAKDOWNS, DAILY
-from query.realtime import RealtimeQueries
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.cluster.conftest import LocalCluster
 from tests.reliability.faults import wait_for, wait_while_progressing

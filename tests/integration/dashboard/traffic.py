@@ -28,10 +28,10 @@ from footfall.vocabulary import ref_label
 from footfall_capture.events import Event
 from historical.buckets import day_buckets
 from historical.store import BREAKDOWNS, DAILY, HOURLY, RECONCILIATION, RUNS, DayDocuments, hour_document, load_day
-from query.realtime import RealtimeQueries
 from query.reconcile import reconcile_day
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
 

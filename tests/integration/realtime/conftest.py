@@ -18,8 +18,8 @@ import redis
 from footfall.config import Config
 from footfall.vocabulary import EVENT_DIMENSIONS, ref_label
 from footfall_capture.events import Event
-from query.realtime import RealtimeQueries
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.runtime import store_for
 from realtime.store import CounterStore
 

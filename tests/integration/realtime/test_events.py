@@ -20,8 +20,8 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.goals import GoalSpec
 from footfall_capture.events import Event, UserAgent
-from query.realtime import Engagement, EventRow, GoalCount, RealtimeQueries
 from realtime.keys import KeyLayout
+from realtime.reads import Engagement, EventRow, GoalCount, RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
 from tests.integration.realtime.conftest import Workers, sharded_store, wait_consumed

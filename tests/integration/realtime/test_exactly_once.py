@@ -12,7 +12,7 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event
 from footfall_capture.kafka import client_config
-from query.realtime import RealtimeQueries
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
 from tests.integration.realtime.conftest import Workers, truth, wait_consumed

@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from query.realtime import RealtimeQueries
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce
 from tests.integration.realtime.conftest import answers, sharded_store

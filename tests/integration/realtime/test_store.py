@@ -12,8 +12,8 @@ import redis
 
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, UserAgent
-from query.realtime import RealtimeQueries
 from realtime.keys import bucket_of
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 
 

@@ -16,8 +16,8 @@ import redis
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.vocabulary import VALUE_OTHER
-from query.realtime import RealtimeQueries
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore, OffsetsMoved
 
 

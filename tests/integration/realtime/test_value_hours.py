@@ -13,9 +13,9 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.goals import EVENT, PAGE, GoalSpec
 from footfall_capture.events import Event
-from query.realtime import RealtimeQueries
 from realtime.keys import HOUR_MS, MERGE_DELAY_MS, MERGED, MERGING
 from realtime.merge import HourMerger, MergeSchedule, closed_hours
+from realtime.reads import RealtimeQueries
 from realtime.rebuild import rebuild
 from realtime.store import CounterStore
 from tests.integration.kafka_tail import produce

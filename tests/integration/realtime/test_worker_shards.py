@@ -13,8 +13,8 @@ from confluent_kafka import TopicPartition
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import encode
-from query.realtime import RealtimeQueries
 from realtime.consumer import RealtimeWorker, RecentlyCounted
+from realtime.reads import RealtimeQueries
 from realtime.store import APPLY
 from tests.integration.realtime.conftest import shard_urls, sharded_store
 

@@ -20,8 +20,8 @@ from footfall.kafka_client import consumer_config
 from footfall_capture.events import Event, decode
 from footfall_capture.sink import COLLECTOR_PRODUCER, KafkaSink
 from footfall_capture.spool import Spool
-from query.realtime import RealtimeQueries
 from realtime.keys import KeyLayout
+from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
 from tests.integration.realtime.conftest import wait_consumed
 from tests.integration.security.conftest import REPO, Secured

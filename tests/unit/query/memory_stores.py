@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo
 
 from footfall.goals import GoalSpec
 from historical.buckets import day_buckets, ms
-from historical.reads import FunnelHistory, HourDocs, Settlement, Sums, merge_funnel
-from query.realtime import Engagement, EventRow, GoalCount, LiveView
+from historical.reads import merge_funnel
+from query.stores import Engagement, EventRow, FunnelHistory, GoalCount, HourDocs, LiveView, Settlement, Sums
 
 SITE = "shop"
 

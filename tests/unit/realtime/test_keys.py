@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from query.realtime import _split_hours
 from realtime.keys import KeyLayout, bucket_of
+from realtime.reads import _split_hours
 
 LAYOUT = KeyLayout()
 

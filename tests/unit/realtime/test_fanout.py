@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from query.fanout import _largest, _number, _numbers, _scores
+from realtime.fanout import _largest, _number, _numbers, _scores
 
 
 def test_counts_and_estimates_add_up_and_absent_stays_absent() -> None:

@@ -1,4 +1,4 @@
-"""Reads of the realtime counters for the API and the dashboard (no HTTP here).
+"""Reads of the realtime counters, for the query layer (no HTTP here).
 
 Every function takes validated arguments (dimension names from
 :data:`footfall.vocabulary.EVENT_DIMENSIONS`, integer times) and reads with one pipelined round trip
@@ -8,7 +8,7 @@ rounded to whole minutes (the store's resolution).
 Visitors over a range are HyperLogLog merges (PFCOUNT over many keys): each visitor counted
 once per range, within HLL's ~0.81 % standard error — never a sum of per-minute uniques.
 With several Redis shards every read goes to each of them and the answers are merged
-(:mod:`query.fanout`).
+(:mod:`realtime.fanout`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from footfall.vocabulary import (
     VALUE_OTHER,
     QueryError,
 )
-from query.fanout import FanoutPipeline as Pipeline
+from realtime.fanout import FanoutPipeline as Pipeline
 from realtime.keys import ACTIVE_WINDOW_MS, HOUR_MS, MERGE_DELAY_MS, MERGED
 from realtime.store import CounterStore
 from realtime.trends import Rising, active_blocks, rank_rising
@@ -220,7 +220,7 @@ class RealtimeQueries:
         object may remember (0: none, every trend read sums every block in Redis)."""
         self.store = store
         self.client = store.client
-        self.clients = store.shards  # every read goes to each shard (query.fanout)
+        self.clients = store.shards  # every read goes to each shard (realtime.fanout)
         self.layout = store.layout
         self._hours_from: int | None = None
         self._baselines: LRUCache | None = (
