@@ -11,36 +11,36 @@ import pytest
 from dashboard import tables
 from footfall.unreadable import Unreadable
 from footfall.vocabulary import REFPAGE_SEPARATOR, VALUE_OTHER
-from query import realtime
+from realtime import reads
 
 
 def test_the_overflow_pairs_are_one_flow_from_other_to_other() -> None:
     ranked = [(VALUE_OTHER, 1000), (f"google.com{REFPAGE_SEPARATOR}/a", 7), (f"(direct){REFPAGE_SEPARATOR}/", 3)]
-    assert realtime._flows(ranked) == [(VALUE_OTHER, VALUE_OTHER, 1000), ("google.com", "/a", 7), ("(direct)", "/", 3)]
+    assert reads._flows(ranked) == [(VALUE_OTHER, VALUE_OTHER, 1000), ("google.com", "/a", 7), ("(direct)", "/", 3)]
 
 
 def test_a_pair_without_its_separator_is_skipped_and_counted(caplog: pytest.LogCaptureFixture) -> None:
-    before = realtime.skip.__self__.totals().get("refpage value", 0)
+    before = reads.skip.__self__.totals().get("refpage value", 0)
     with caplog.at_level(logging.WARNING, logger="footfall.unreadable"):
-        flows = realtime._flows([("stray", 5), (f"a.com{REFPAGE_SEPARATOR}/x", 2)])
+        flows = reads._flows([("stray", 5), (f"a.com{REFPAGE_SEPARATOR}/x", 2)])
     assert flows == [("a.com", "/x", 2)]
-    assert realtime.skip.__self__.totals()["refpage value"] == before + 1
+    assert reads.skip.__self__.totals()["refpage value"] == before + 1
 
 
 def test_unreadable_counts_and_members_read_as_nothing() -> None:
-    assert realtime._num(b"12") == 12
-    assert realtime._num(3.0) == 3
-    assert realtime._num(None) == 0
-    assert realtime._num(b"twelve") == 0
-    assert realtime._num(b"nan") == 0
-    assert realtime._num(b"inf") == 0
-    assert realtime._decoded(b"\xff\xfe") is None
-    assert realtime._decoded(b"/caf\xc3\xa9") == "/café"
-    assert list(realtime._scores(iter([(b"/a", 2.0), (b"\xff", 1.0), ("/b", 1.0)]), "page value")) == [
+    assert reads._num(b"12") == 12
+    assert reads._num(3.0) == 3
+    assert reads._num(None) == 0
+    assert reads._num(b"twelve") == 0
+    assert reads._num(b"nan") == 0
+    assert reads._num(b"inf") == 0
+    assert reads._decoded(b"\xff\xfe") is None
+    assert reads._decoded(b"/caf\xc3\xa9") == "/café"
+    assert list(reads._scores(iter([(b"/a", 2.0), (b"\xff", 1.0), ("/b", 1.0)]), "page value")) == [
         ("/a", 2), ("/b", 1)
     ]  # fmt: skip
-    assert realtime._marker(b"42", "hours_from marker") == 42
-    assert realtime._marker(b"soon", "hours_from marker") is None
+    assert reads._marker(b"42", "hours_from marker") == 42
+    assert reads._marker(b"soon", "hours_from marker") is None
 
 
 def test_each_kind_is_logged_at_most_once_a_minute_with_what_it_skipped(caplog: pytest.LogCaptureFixture) -> None:
@@ -75,8 +75,8 @@ def test_the_other_row_is_shown_as_other_values_and_filters_nothing() -> None:
 
 def test_a_ranking_cut_to_length_keeps_its_total_under_other() -> None:
     counts = {"/a": 5, "/b": 4, "/c": 3, VALUE_OTHER: 2, "/d": 1}
-    assert realtime.top_values(counts, 3) == [("/a", 5), ("/b", 4), ("/c", 3)]
-    assert realtime.top_values(counts, 3, rest_as_other=True) == [(VALUE_OTHER, 6), ("/a", 5), ("/b", 4)]
-    assert realtime.top_values({**counts, VALUE_OTHER: 9}, 2, rest_as_other=True) == [(VALUE_OTHER, 17), ("/a", 5)]
-    assert realtime.top_values(counts, 5, rest_as_other=True) == sorted(counts.items(), key=lambda kv: -kv[1])
-    assert sum(n for _, n in realtime.top_values(counts, 1, rest_as_other=True)) == sum(counts.values())
+    assert reads.top_values(counts, 3) == [("/a", 5), ("/b", 4), ("/c", 3)]
+    assert reads.top_values(counts, 3, rest_as_other=True) == [(VALUE_OTHER, 6), ("/a", 5), ("/b", 4)]
+    assert reads.top_values({**counts, VALUE_OTHER: 9}, 2, rest_as_other=True) == [(VALUE_OTHER, 17), ("/a", 5)]
+    assert reads.top_values(counts, 5, rest_as_other=True) == sorted(counts.items(), key=lambda kv: -kv[1])
+    assert sum(n for _, n in reads.top_values(counts, 1, rest_as_other=True)) == sum(counts.values())
