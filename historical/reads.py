@@ -14,12 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
+from pymongo import DESCENDING
 from pymongo.database import Database
 
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS
 from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_SOURCE_PREFIX, PROP_SEPARATOR
 from historical.buckets import ms
-from historical.store import BREAKDOWNS, DAILY, FUNNELS, GOAL_SOURCES, HOURLY, RUNS, has_clock_change
+from historical.store import BREAKDOWNS, DAILY, FUNNELS, GOAL_SOURCES, HOURLY, RECONCILIATION, RUNS, has_clock_change
 
 Totals = dict[str, float]
 
@@ -192,6 +193,14 @@ class RollupReads:
     def watermark(self, site: str) -> str | None:
         doc = self.db[RUNS].find_one({"site_id": site, "status": "complete"}, {"day": 1}, sort=[("day", -1)])
         return doc["day"] if doc else None
+
+    def runs(self, site: str, days: int) -> list[dict]:
+        """The rollup run records of the newest ``days`` days of ``site``, newest first."""
+        return list(self.db[RUNS].find({"site_id": site}).sort("day", DESCENDING).limit(days))
+
+    def drift(self, site: str, days: int) -> list[dict]:
+        """The realtime-vs-batch drift records of the newest ``days`` reconciled days of ``site``, newest first."""
+        return list(self.db[RECONCILIATION].find({"site_id": site}).sort("day", DESCENDING).limit(days))
 
     def daily(self, site: str, days: Iterable[str]) -> dict[str, dict]:
         days = sorted(set(days))

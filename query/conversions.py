@@ -13,7 +13,6 @@ from zoneinfo import ZoneInfo
 
 from footfall.goals import FunnelSpec, GoalSpec
 from footfall.vocabulary import EVENT_PROP_VALUES, GOAL_BREAKDOWN_METRICS, PROP_SEPARATOR, VALUE_OTHER
-from historical.reads import FunnelHistory, Sums
 from query.params import Range
 from query.plan import Piece, ms, site_day
 from query.service import (
@@ -25,6 +24,7 @@ from query.service import (
     batch_days,
     iso,
 )
+from query.stores import FunnelHistory, Sums
 
 
 class Conversions:

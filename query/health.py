@@ -17,21 +17,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import pymongo
-import redis
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
-from pymongo import DESCENDING
-from pymongo.database import Database
-from pymongo.errors import PyMongoError
 
 from archive.archiver import GROUP as ARCHIVER_GROUP
 from footfall.config import Config
 from footfall_capture.kafka import client_config
-from historical.store import RECONCILIATION, RUNS
-from realtime.health import consumer_lag, realtime_health
+from historical import store as mongo
+from historical.reads import RollupReads
+from realtime import store as counters
+from realtime.health import consumer_lag, newest_event_ms, realtime_health
 from realtime.runtime import GROUP as REALTIME_GROUP
-from realtime.store import CounterStore
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +43,14 @@ class SpeedLayer:
 @dataclass
 class PipelineHealth:
     cfg: Config
-    store: CounterStore
-    db: Database
+    store: counters.CounterStore
+    rollups: RollupReads
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _lag: tuple[float, dict[str, Any]] | None = field(default=None, repr=False)
 
     def speed_layer(self, site_id: str) -> SpeedLayer:
         """The realtime layer's view of a site (raises if Redis is down)."""
-        key = self.store.layout.active(site_id)
-        newest = [top[0][1] for c in self.store.shards if (top := c.zrevrange(key, 0, 0, withscores=True))]
-        return SpeedLayer(int(max(newest)) if newest else None, self.store.stats())
+        return SpeedLayer(newest_event_ms(self.store, site_id), self.store.stats())
 
     def lag(self) -> dict[str, Any]:
         """``{"realtime": realtime_health(...), "archiver_lag": n}``, cached for :data:`LAG_TTL_S`
@@ -84,9 +78,7 @@ class PipelineHealth:
 
     def batch_days(self, site_id: str, days: int) -> tuple[list[dict], list[dict]]:
         """The newest ``days`` rollup runs and reconciliation records of a site (raises if Mongo is down)."""
-        runs = list(self.db[RUNS].find({"site_id": site_id}).sort("day", DESCENDING).limit(days))
-        drift = list(self.db[RECONCILIATION].find({"site_id": site_id}).sort("day", DESCENDING).limit(days))
-        return runs, drift
+        return self.rollups.runs(site_id, days), self.rollups.drift(site_id, days)
 
 
 def oldest_pending_ms(cfg: Config, group: str, topic: str, timeout_s: float = 10.0) -> int | None:
@@ -139,8 +131,8 @@ class HealthChecks:
         self._locks = {name: threading.Lock() for name in ("kafka", "redis", "mongo")}
         self._answers: dict[str, tuple[float, str | None]] = {}
         self._kafka: AdminClient | None = None
-        self._redis: redis.Redis | None = None
-        self._mongo: pymongo.MongoClient | None = None
+        self._redis = counters.RedisPing(cfg.redis_url, CHECK_TIMEOUT_S)
+        self._mongo = mongo.MongoPing(cfg.mongo_url, CHECK_TIMEOUT_S)
 
     def status(self) -> dict[str, str | None]:
         """Map each store to None (healthy) or a one-line reason, at most :data:`CHECK_TTL_S` old."""
@@ -159,10 +151,8 @@ class HealthChecks:
 
     def close(self) -> None:
         """Close the clients made so far (Kafka's admin client holds no connection to close)."""
-        for client in (self._redis, self._mongo):
-            if client is not None:
-                client.close()
-        self._redis = self._mongo = None
+        self._redis.close()
+        self._mongo.close()
 
     def _check_kafka(self) -> str | None:
         if self._kafka is None:
@@ -175,26 +165,10 @@ class HealthChecks:
         return f"missing topics: {', '.join(sorted(missing))}" if missing else None
 
     def _check_redis(self) -> str | None:
-        if self._redis is None:
-            self._redis = redis.Redis.from_url(
-                self.cfg.redis_url, socket_timeout=CHECK_TIMEOUT_S, socket_connect_timeout=CHECK_TIMEOUT_S
-            )
-        try:
-            self._redis.ping()
-        except redis.RedisError as exc:
-            return f"unreachable: {exc}"
-        return None
+        return self._redis.problem()
 
     def _check_mongo(self) -> str | None:
-        if self._mongo is None:
-            self._mongo = pymongo.MongoClient(
-                self.cfg.mongo_url, serverSelectionTimeoutMS=int(CHECK_TIMEOUT_S * 1000), connect=False
-            )
-        try:
-            self._mongo.admin.command("ping")
-        except PyMongoError as exc:
-            return f"unreachable: {exc}"
-        return None
+        return self._mongo.problem()
 
 
 def check_all(cfg: Config) -> dict[str, str | None]:
@@ -209,9 +183,9 @@ def check_all(cfg: Config) -> dict[str, str | None]:
 
 def failed_store(exc: BaseException) -> Literal["redis", "mongo", "kafka"] | None:
     """The store whose client raised ``exc``, or None when it came from elsewhere."""
-    if isinstance(exc, redis.RedisError):
+    if isinstance(exc, counters.ERRORS):
         return "redis"
-    if isinstance(exc, PyMongoError):
+    if isinstance(exc, mongo.ERRORS):
         return "mongo"
     if isinstance(exc, KafkaException):
         return "kafka"

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from functools import cache
 
-from pymongo.database import Database
-
 from footfall.config import footfall_config
 from historical.reads import RollupReads
 from historical.store import connect
@@ -19,19 +17,17 @@ from realtime.runtime import get_store
 
 
 @cache
-def get_database() -> Database:
+def get_rollups() -> RollupReads:
     cfg = footfall_config()
     _, db = connect(cfg.mongo_url, cfg.mongo_db)
-    return db
+    return RollupReads(db)
 
 
 @cache
 def get_service() -> QueryService:
     cfg = footfall_config()
     cache = SettledCache(cfg.api_cache_items) if cfg.api_cache_items else None
-    return QueryService(
-        RollupReads(get_database()), RealtimeQueries(get_store()), cfg.realtime_retention_s, cache=cache
-    )
+    return QueryService(get_rollups(), RealtimeQueries(get_store()), cfg.realtime_retention_s, cache=cache)
 
 
 @cache
@@ -41,7 +37,7 @@ def get_conversions() -> Conversions:
 
 @cache
 def get_health() -> PipelineHealth:
-    return PipelineHealth(footfall_config(), get_store(), get_database())
+    return PipelineHealth(footfall_config(), get_store(), get_rollups())
 
 
 @cache

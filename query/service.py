@@ -29,12 +29,10 @@ from footfall.vocabulary import (
     VALUE_OTHER,
     QueryError,
 )
-from historical.reads import Settlement, Sums
 from query.params import MAX_LIMIT, Filter, Range
 from query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
 from query.settled_cache import SettledCache
-from query.stores import RecentReads, SettledReads
-from realtime.reads import Row
+from query.stores import RecentReads, Row, SettledReads, Settlement, Sums
 from realtime.trends import Rising
 
 R = TypeVar("R")

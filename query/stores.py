@@ -31,7 +31,7 @@ __all__ = [
     "SettledReads",
     "Settlement",
     "Sums",
-]  # fmt: skip
+]
 
 
 class SettledReads(Protocol):

@@ -67,6 +67,13 @@ def worker_heartbeats(store: CounterStore, now_ms: int) -> dict[str, dict[str, A
     return workers
 
 
+def newest_event_ms(store: CounterStore, site_id: str) -> int | None:
+    """Event time of the newest counted event of ``site_id`` on any shard, None when none is active."""
+    key = store.layout.active(site_id)
+    newest = [top[0][1] for c in store.shards if (top := c.zrevrange(key, 0, 0, withscores=True))]
+    return int(max(newest)) if newest else None
+
+
 def realtime_health(cfg: Config, store: CounterStore, group: str) -> dict[str, object]:
     now = int(time.time() * 1000)
     lag = consumer_lag(cfg, group, cfg.events_topic)

@@ -47,7 +47,7 @@ class Stack:
         svc = QueryService(
             RollupReads(self.db), RealtimeQueries(self.store), self.cfg.realtime_retention_s, now=lambda: now
         )
-        return Measurer(svc, Conversions(svc), PipelineHealth(cfg or self.cfg, self.store, self.db), now)
+        return Measurer(svc, Conversions(svc), PipelineHealth(cfg or self.cfg, self.store, RollupReads(self.db)), now)
 
 
 @pytest.fixture
@@ -180,7 +180,7 @@ def test_a_stopped_realtime_worker_opens_the_lag_episode_in_time(db: None, stack
         # The worker commits its offsets to Kafka right after its counts: wait for the lag itself
         # to reach 0 without checking the rule, so that a slow first produce (its events are
         # already seconds old when counted) cannot open an episode before the worker stops.
-        health = PipelineHealth(cfg, stack.store, stack.db)
+        health = PipelineHealth(cfg, stack.store, RollupReads(stack.db))
         deadline = time.monotonic() + 60
         while health.realtime_lag_s() > 0 and time.monotonic() < deadline:
             time.sleep(0.5)

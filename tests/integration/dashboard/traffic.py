@@ -9,6 +9,7 @@ its own tests cover it), then :func:`query.reconcile.reconcile_day` records the 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 import threading
 import time
@@ -27,7 +28,18 @@ from footfall.kafka_client import consumer_config
 from footfall.vocabulary import ref_label
 from footfall_capture.events import Event
 from historical.buckets import day_buckets
-from historical.store import BREAKDOWNS, DAILY, HOURLY, RECONCILIATION, RUNS, DayDocuments, hour_document, load_day
+from historical.reads import RollupReads
+from historical.store import (
+    BREAKDOWNS,
+    DAILY,
+    HOURLY,
+    RECONCILIATION,
+    RUNS,
+    DayDocuments,
+    hour_document,
+    load_day,
+    record_reconciliation,
+)
 from query.reconcile import reconcile_day
 from realtime.consumer import build_processor
 from realtime.keys import KeyLayout
@@ -188,7 +200,8 @@ def settle_day(cfg: Config, db: Database, site: str, tz: str, day: str, events: 
            "computed_at": dt.datetime.now(dt.UTC), "spark_master": "test (in-process rollup)"}  # fmt: skip
     load_day(db, DayDocuments(site, day, daily, hourly, breakdowns, run))
     store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout(retention_s=cfg.realtime_retention_s))
-    reconcile_day(db, RealtimeQueries(store), site, day, tz)
+    record = functools.partial(record_reconciliation, db)
+    reconcile_day(RollupReads(db), RealtimeQueries(store), record, site, day, tz, retention_s=cfg.realtime_retention_s)
 
 
 def forget(db: Database, sites: Iterable[str]) -> None:
