@@ -26,7 +26,7 @@ SHARE_REVOKED = "This share link was revoked, so its site is no longer shown. As
 NO_LIVE_TRAFFIC = (
     "No page views in this window. Check that the site sends events: add "
     '<script defer src="…/footfall.js" data-site="{site}"></script> to its pages, or install the Django '
-    "middleware (see the README), and that the realtime workers run (`manage.py run_realtime`)."
+    "middleware (see docs/host-package.md), and that the realtime workers run (`manage.py run_realtime`)."
 )
 OTHER_VALUES_NOTE = (
     f"“other values” sums what the live counters could not keep apart: each minute keeps the {MINUTE_VALUES:,} "

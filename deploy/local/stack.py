@@ -13,8 +13,8 @@ Every process (services and Footfall's own) runs under one supervisord per state
 declared in deploy/local/supervisord.conf; a plain ``stop`` shuts supervisord down too.
 With ``FOOTFALL_KAFKA_BROKERS=3`` the service ``kafka`` is a cluster of three nodes
 (deploy/local/cluster.sh).
-Configuration comes from ``FOOTFALL_*`` variables (see deploy/local/services.py and the
-README). Errors print one clear message and exit with status 1.
+Configuration comes from ``FOOTFALL_*`` variables (see deploy/local/services.py and
+docs/local-stack.md). Errors print one clear message and exit with status 1.
 """
 
 from __future__ import annotations

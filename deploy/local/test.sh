@@ -54,7 +54,7 @@ services_ready() {
 # Only variables: `stack env` needs no running service.
 eval "$("$py" -m deploy.local.stack env)"
 # The tests' rollups read days of a few thousand events: a handful of shuffle partitions, not
-# Spark's 200 tasks per shuffle (the product's own setting; see the README).
+# Spark's 200 tasks per shuffle (the product's own setting; see docs/batch-layer.md).
 export FOOTFALL_SPARK_SHUFFLE_PARTITIONS=${FOOTFALL_SPARK_SHUFFLE_PARTITIONS:-4}
 
 "$py" -m ruff check .

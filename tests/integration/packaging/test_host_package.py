@@ -2,9 +2,9 @@
 
 For each supported Django line the wheel built from ``host/`` goes into a fresh virtual
 environment outside the checkout; ``django-admin startproject`` makes the host, and the
-README's settings are added. The host then runs with ``DEBUG`` off and its own SECRET_KEY,
-gains no table and no command, and its page views reach the real Kafka topic, also while
-the stack's Redis is stopped. What the install pulled in is printed.
+settings of docs/host-package.md are added. The host then runs with ``DEBUG`` off and its own
+SECRET_KEY, gains no table and no command, and its page views reach the real Kafka topic, also
+while the stack's Redis is stopped. What the install pulled in is printed.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def host_environment() -> dict[str, str]:
 @pytest.fixture(scope="module", params=["4.2", "5.2"], ids=lambda v: f"django-{v}")
 def host(request: pytest.FixtureRequest, wheels: Wheels, cfg: Config, tmp_path_factory: pytest.TempPathFactory,
          ) -> Host:  # fmt: skip
-    """A fresh venv with the wheel and Django ``request.param``, and a project configured as the README says."""
+    """A fresh venv with the wheel and Django ``request.param``, and a project set up as docs/host-package.md says."""
     root = tmp_path_factory.mktemp(f"host-django-{request.param}")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
@@ -89,7 +89,7 @@ def host(request: pytest.FixtureRequest, wheels: Wheels, cfg: Config, tmp_path_f
         .replace("DEBUG = True", "DEBUG = False")
         .replace("ALLOWED_HOSTS = []", 'ALLOWED_HOSTS = ["127.0.0.1", "localhost"]')
         + f"""
-# Footfall, as the README tells a host site to add it:
+# Footfall, as docs/host-package.md tells a host site to add it:
 MIDDLEWARE += ["footfall_capture.middleware.ClickstreamMiddleware"]
 FOOTFALL_SITE_ID = "{host.site_id}"
 FOOTFALL_KAFKA_BOOTSTRAP_SERVERS = "{cfg.kafka_bootstrap_servers}"
