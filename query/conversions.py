@@ -85,7 +85,11 @@ class Conversions:
         self, site_id: str, event: str, prop: str, pieces: list[Piece], merged: dict[str, Sums]
     ) -> None:
         for p in pieces:
-            for row in self.svc.rt.event_properties(site_id, event, prop, ms(p.start), ms(p.end), REALTIME_TOP):
+            # Values past the top are summed as (other), as each settled day counts its rest: the rows add up.
+            rows = self.svc.rt.event_properties(
+                site_id, event, prop, ms(p.start), ms(p.end), REALTIME_TOP, rest_as_other=True
+            )
+            for row in rows:
                 sums = merged.setdefault(row.value, Sums())
                 sums.events += row.events
                 sums.visitors += row.visitors

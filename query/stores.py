@@ -134,9 +134,18 @@ class RecentReads(Protocol):
         ...
 
     def event_properties(
-        self, site: str, event: str, prop: str, start_ms: int, end_ms: int, limit: int = 10
+        self,
+        site: str,
+        event: str,
+        prop: str,
+        start_ms: int,
+        end_ms: int,
+        limit: int = 10,
+        *,
+        rest_as_other: bool = False,
     ) -> list[EventRow]:
-        """The values of property ``prop`` of custom event ``event`` with most events."""
+        """The values of property ``prop`` of custom event ``event`` with most events (with
+        ``rest_as_other`` the values left out summed in one ``(other)`` row)."""
         ...
 
     def goal_counts(self, site: str, goals: Sequence[GoalSpec], start_ms: int, end_ms: int) -> dict[str, GoalCount]:

@@ -657,14 +657,23 @@ class RealtimeQueries:
         return self._event_rows(site, "event", "", start_ms, end_ms, limit, rest_as_other)
 
     def event_properties(
-        self, site: str, event: str, prop: str, start_ms: int, end_ms: int, limit: int = 10
+        self,
+        site: str,
+        event: str,
+        prop: str,
+        start_ms: int,
+        end_ms: int,
+        limit: int = 10,
+        *,
+        rest_as_other: bool = False,
     ) -> list[EventRow]:
         """The ``limit`` values of custom event ``event``'s property ``prop`` with most events in
-        the range (values as :func:`footfall.goals.prop_text` writes them), with unique visitors.
+        the range (values as :func:`footfall.goals.prop_text` writes them), with unique visitors;
+        with ``rest_as_other`` the values left out are summed in one ``(other)`` row.
 
         Values a minute counted under ``(other)`` (past its cap, see :mod:`realtime.keys`) belong
         to no event, so the rows may add up to fewer events than the event had."""
-        return self._event_rows(site, "event_prop", _prop_prefix(event, prop), start_ms, end_ms, limit)
+        return self._event_rows(site, "event_prop", _prop_prefix(event, prop), start_ms, end_ms, limit, rest_as_other)
 
     def _event_rows(
         self, site: str, dim: str, prefix: str, start_ms: int, end_ms: int, limit: int, rest_as_other: bool = False

@@ -438,15 +438,24 @@ class MemoryCounters:
         return [EventRow(name, events, visitors.get(name, 0)) for name, events in ranked]
 
     def event_properties(
-        self, site: str, event: str, prop: str, start_ms: int, end_ms: int, limit: int = 10
+        self,
+        site: str,
+        event: str,
+        prop: str,
+        start_ms: int,
+        end_ms: int,
+        limit: int = 10,
+        *,
+        rest_as_other: bool = False,
     ) -> list[EventRow]:
-        """The value texts of ``event``'s ``prop`` with most events; those a minute counted under
+        """The value texts of ``event``'s ``prop`` with most events (with ``rest_as_other`` the texts
+        left out are one ``(other)`` row, with no visitors); those a minute counted under
         ``(other)`` belong to no event and are in no row."""
         prefix = prop_value(event, prop, "")
         visitors = self._visitors("event_prop", start_ms, end_ms)
         counts = Counter({v.removeprefix(prefix): n for v, n in self._counts("event_prop", start_ms, end_ms).items()
                           if v.startswith(prefix)})  # fmt: skip
-        return [EventRow(text, n, visitors[prefix + text]) for text, n in _top(counts, limit)]
+        return [EventRow(text, n, visitors.get(prefix + text, 0)) for text, n in _top(counts, limit, rest_as_other)]
 
     def live(self, site: str, start_ms: int, end_ms: int, now_ms: int, limit: int = 10, flows: int = 40) -> LiveView:
         """The range's page views per minute (zeros included) and totals, the visitors of the last

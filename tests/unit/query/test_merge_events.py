@@ -357,11 +357,6 @@ def test_event_property_values_past_the_caps_are_other_when_settled_and_unattrib
     assert any(n.startswith(note) for n in answer["sources"]["notes"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="query.conversions reads the realtime part of event properties with REALTIME_TOP, no rest_as_other: "
-    "values past the top are dropped without a note, so the rows no longer add up (breakdowns count them as (other))",
-)
 def test_event_property_values_past_the_realtime_top_are_counted_under_other(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(conversions_module, "REALTIME_TOP", 2)  # as a day with more than 1000 values would be cut
     answer = Conversions(service()).event_properties(SITE_INFO, "signup", "plan", days(26, 27), limit=100, page=1)
