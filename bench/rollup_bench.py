@@ -53,6 +53,8 @@ GOAL_RATIO, GOAL_CPU_RATIO, GOAL_RATIO_SMALL = 2.0, 2.5, 3.0
 
 def goal_ratio(events: int) -> float:
     return GOAL_RATIO if events >= 10_000_000 else GOAL_RATIO_SMALL
+
+
 # The goal filter's rows: converting visitors per goal and value, every visitor per value (first session of the day).
 GOAL_SOURCE_ROWS = tuple(p + dim for p in (GOAL_SOURCE_PREFIX, GOAL_BASE_PREFIX) for dim in GOAL_SOURCE_DIMENSIONS)
 DIMENSIONS = ("page", "ref", "refpage", "event", "event_prop", "goal", *GOAL_SOURCE_ROWS)

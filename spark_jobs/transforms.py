@@ -466,11 +466,7 @@ def localized(events: DataFrame, site_tz: DataFrame, transitions: Sequence[tuple
 def by_visitor(events: DataFrame) -> DataFrame:
     """``events`` with ``_alone``, hash-partitioned by :data:`spark_jobs.columns.VISITOR` and sorted by it
     then ``ts``, ``event_id`` within each partition: the order of sessions and funnel attempts."""
-    return (
-        with_visitor_key(events)
-        .repartition(*VISITOR)
-        .sortWithinPartitions(*VISITOR, "ts", "event_id")
-    )
+    return with_visitor_key(events).repartition(*VISITOR).sortWithinPartitions(*VISITOR, "ts", "event_id")
 
 
 def rollup_localized(

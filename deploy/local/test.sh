@@ -58,6 +58,8 @@ eval "$("$py" -m deploy.local.stack env)"
 export FOOTFALL_SPARK_SHUFFLE_PARTITIONS=${FOOTFALL_SPARK_SHUFFLE_PARTITIONS:-4}
 
 "$py" -m ruff check .
+# The code is as `ruff format` writes it (lines kept by hand say `# fmt: skip`).
+"$py" -m ruff format --check .
 # The architecture's import contracts (pyproject.toml [tool.importlinter]) and repeated code.
 "$venv/bin/lint-imports"
 "$py" -m pylint --score=n footfall collector realtime historical archive spark_jobs query api dashboard alerts \
