@@ -1,6 +1,6 @@
 """The archiver: a second consumer group on ``events`` that writes every raw event to the archive.
 
-arroyo steps, like the realtime worker::
+arroyo steps (the realtime worker is a batch loop of its own, :mod:`realtime.consumer`)::
 
     decode ──▶ Reduce (batch by size and time) ──▶ write Parquet files (atomic) ──▶ CommitOffsets
 

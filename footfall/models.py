@@ -1,4 +1,5 @@
-"""Sites that may send events, and their API keys (stored hashed, shown once).
+"""Sites that may send events, their credentials (API keys, stored hashed and shown once),
+and their goals and funnels.
 
 The collector, the API, the dashboard and the rollups all read these, so they live in the
 core app (label ``footfall_core``) rather than in any one of them.

@@ -87,7 +87,7 @@ class HourDocs:
 
 
 @dataclass(frozen=True, slots=True)
-class FunnelStep:
+class FunnelStepFigures:
     """One step of a funnel over some days: ``visitors`` summed over the days (a visitor
     returning on another day counts again), the median time from the step before (None for
     step 1 and when nobody reached the step) and the summed histogram of those times."""
@@ -107,7 +107,7 @@ class FunnelHistory:
     funnel_id: str
     name: str
     days: tuple[str, ...]
-    steps: tuple[FunnelStep, ...]
+    steps: tuple[FunnelStepFigures, ...]
 
     def __len__(self) -> int:  # the settled cache bounds its memory by items
         return len(self.steps)
@@ -162,9 +162,11 @@ def merge_funnel(docs: Iterable[Mapping]) -> FunnelHistory:
                 exact.append(step["median_ms"])
                 times = [a + int(b) for a, b in zip(times, step["times_ms"], strict=True)]
         if len(exact) == 1:
-            steps.append(FunnelStep(visitors, exact[0], False, tuple(times)))
+            steps.append(FunnelStepFigures(visitors, exact[0], False, tuple(times)))
         else:
-            steps.append(FunnelStep(visitors, histogram_median(times), len(exact) > 1 and index > 0, tuple(times)))
+            steps.append(
+                FunnelStepFigures(visitors, histogram_median(times), len(exact) > 1 and index > 0, tuple(times))
+            )
     days = tuple(doc["day"] for doc in ordered)
     return FunnelHistory(str(latest["funnel_id"]), str(latest.get("name") or ""), days, tuple(steps))
 

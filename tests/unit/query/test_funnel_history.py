@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS as BOUNDS
-from historical.reads import FunnelStep, histogram_median, merge_funnel
+from historical.reads import FunnelStepFigures, histogram_median, merge_funnel
 
 WIDTH = len(BOUNDS) + 1
 
@@ -76,7 +76,7 @@ def test_days_sum_with_an_estimated_median():
         [doc("2026-11-02", step(visitors=3), step(60_000, 61_000)), doc("2026-11-01", step(visitors=2), step(62_000))]
     )
     assert merged.days == ("2026-11-01", "2026-11-02")
-    assert merged.steps[0] == FunnelStep(5, None, False, tuple([0] * WIDTH))
+    assert merged.steps[0] == FunnelStepFigures(5, None, False, tuple([0] * WIDTH))
     second = merged.steps[1]
     assert (second.visitors, second.median_estimated, second.times_ms) == (
         3,
@@ -91,7 +91,7 @@ def test_one_day_with_visitors_keeps_its_exact_median():
     merged = merge_funnel(
         [doc("2026-11-01", step(visitors=1), step()), doc("2026-11-02", step(visitors=2), step(1_000, 4_000))]
     )
-    assert merged.steps[1] == FunnelStep(2, 2_500.0, False, tuple(histogram(1_000, 4_000)))
+    assert merged.steps[1] == FunnelStepFigures(2, 2_500.0, False, tuple(histogram(1_000, 4_000)))
 
 
 def test_the_latest_definition_gives_the_steps_and_name():
