@@ -20,13 +20,13 @@ from django.db.models import Prefetch, Q
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from alerts.models import THRESHOLD_MEANING, WEBHOOK, AlertRule, Channel, Episode, ReportSubscription
 from alerts.site_alerts import NotInSite, site_channels, site_goal
 from api import alert_serializers as a
+from api.errors import validated
 from api.goal_views import MANAGE_ERRORS, require_manage
 from api.views import ERRORS, LIMIT, PAGE, SITE, TZ, SiteView
 from footfall.vocabulary import QueryError
@@ -41,18 +41,6 @@ CHANNEL_ID = OpenApiParameter("channel_id", OpenApiTypes.INT, OpenApiParameter.P
 SUBSCRIPTION_ID = OpenApiParameter("subscription_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 # Model fields named otherwise in the API, so an error names what the caller sent.
 API_NAMES = {"goal": "goal_id"}
-
-
-def validated(serializer_class: type[serializers.Serializer], data: Any, partial: bool = False) -> dict[str, Any]:
-    """``data`` checked by ``serializer_class``; the first error becomes a 400 naming its field."""
-    serializer = serializer_class(data=data, partial=partial)
-    if serializer.is_valid():
-        return dict(serializer.validated_data)
-    field, errors = next(iter(serializer.errors.items()))
-    while isinstance(errors, Mapping):  # a list field's errors are keyed by the item's index
-        errors = next(iter(errors.values()))
-    message = str(errors[0]) if isinstance(errors, list) and errors else str(errors)
-    raise QueryError("body" if field == "non_field_errors" else field, message)
 
 
 def saved(obj: M, clash: tuple[str, str], after_save: Callable[[M], None] | None = None) -> M:

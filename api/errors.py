@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
@@ -42,6 +43,23 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     detail = response.data.get("detail") if isinstance(response.data, dict) else response.data
     response.data = {"error": {"parameter": None, "message": str(detail)}}
     return response
+
+
+def validated(
+    serializer_class: type[serializers.Serializer],
+    data: Any,
+    partial: bool = False,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``data`` checked by ``serializer_class``; the first error becomes a 400 naming its field."""
+    serializer = serializer_class(data=data, partial=partial, context=context or {})
+    if serializer.is_valid():
+        return dict(serializer.validated_data)
+    field, errors = next(iter(serializer.errors.items()))
+    while isinstance(errors, Mapping):  # a list field's errors are keyed by the item's index
+        errors = next(iter(errors.values()))
+    message = str(errors[0]) if isinstance(errors, list) and errors else str(errors)
+    raise QueryError("body" if field == "non_field_errors" else field, message)
 
 
 @csrf_exempt  # it changes nothing; without this a DELETE or POST to no endpoint got the CSRF 403 page

@@ -1,8 +1,9 @@
 """Goals and funnels of a site through the API: list with their figures, create, delete.
 
 Reading needs a key with the ``read`` scope; creating and deleting one with ``manage``
-(:data:`footfall.models.MANAGE_SCOPE`). Definitions are validated by the models
-(:mod:`footfall.goals`), and a refused one is a 400 naming the field at fault.
+(:data:`footfall.models.MANAGE_SCOPE`). Bodies are validated by :mod:`api.goal_serializers`, which
+apply the definitions' rules (:mod:`footfall.goals`) and the models'; a refused one is a 400 naming
+the field at fault.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api import goal_serializers as g
 from api import serializers as s
+from api.errors import validated
 from api.views import ERRORS, FROM, SITE, TO, TZ, SiteView
 from footfall.models import MANAGE_SCOPE, ApiKey, Funnel, Goal
 from footfall.vocabulary import QueryError
@@ -41,35 +44,15 @@ def require_manage(request: Request) -> None:
         raise PermissionDenied("this API key has no manage scope")
 
 
-def _body(request: Request) -> dict[str, object]:
-    if not isinstance(request.data, dict):
-        raise QueryError("body", "must be a JSON object")
-    return request.data
-
-
-def _text(body: dict[str, object], name: str, required: bool = False) -> str:
-    value = body.get(name, "")
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise QueryError(name, "must be a string")
-    if required and not value.strip():
-        raise QueryError(name, "is required")
-    return value.strip()
-
-
 def _saved(make: Callable[[], T]) -> T:
-    """``make()`` in a transaction; model validation errors become a 400 naming the field."""
+    """``make()`` (validation and saving) in a transaction; model validation errors become a 400
+    naming the field, as the serializers' do."""
     try:
         with transaction.atomic():
             return make()
     except ValidationError as err:
-        if hasattr(err, "error_dict"):
-            field, errors = next(iter(err.error_dict.items()))
-            message = "; ".join(e.messages[0] for e in errors)
-            raise QueryError("body" if field == "__all__" else field, message) from None
-        raise QueryError("body", "; ".join(err.messages)) from None
-    except IntegrityError:
+        raise QueryError(*g.model_refusal(err)) from None
+    except IntegrityError:  # a name taken concurrently
         raise QueryError("name", "this site already has one of that name") from None
 
 
@@ -106,20 +89,16 @@ class GoalsView(SiteView):
             "Needs a key with the manage scope."
         ),
         parameters=[SITE],
-        request=s.GoalInputSerializer,
+        request=g.GoalInputSerializer,
         responses={201: s.GoalSerializer, **MANAGE_ERRORS},
     )
     def post(self, request: Request, site_id: str) -> Response:
         require_manage(request)
-        body = _body(request)
-        key: ApiKey = request.auth
-        fields = {f: _text(body, f, required=f in ("name", "kind")) for f in GOAL_FIELDS}
+        site = request.auth.site
 
         def make() -> Goal:
-            goal = Goal(site=key.site, **fields)
-            goal.full_clean()
-            goal.save()
-            return goal
+            fields = validated(g.GoalInputSerializer, request.data, context={"site": site})
+            return Goal.objects.create(site=site, **fields)
 
         return Response(_goal_json(_saved(make)), status=201)
 
@@ -170,25 +149,18 @@ class FunnelsView(SiteView):
             "view or event of the visitor between two steps. Needs a key with the manage scope."
         ),
         parameters=[SITE],
-        request=s.FunnelInputSerializer,
+        request=g.FunnelInputSerializer,
         responses={201: s.FunnelSerializer, **MANAGE_ERRORS},
     )
     def post(self, request: Request, site_id: str) -> Response:
         require_manage(request)
-        body = _body(request)
-        key: ApiKey = request.auth
-        steps = body.get("steps")
-        if not isinstance(steps, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in steps):
-            raise QueryError("steps", "must be a list of goal ids (integers)")
-        window = body.get("window_minutes", 0)
-        if not isinstance(window, int) or isinstance(window, bool):
-            raise QueryError("window_minutes", "must be an integer")
-        strict = body.get("strict", False)
-        if not isinstance(strict, bool):
-            raise QueryError("strict", "must be true or false")
-        name = _text(body, "name", required=True)
-        funnel = _saved(lambda: Funnel.create(key.site, name, steps, window, strict))
-        return Response(_funnel_json(funnel), status=201)
+        site = request.auth.site
+
+        def make() -> Funnel:
+            fields = validated(g.FunnelInputSerializer, request.data, context={"site": site})
+            return Funnel.create(site, fields["name"], fields["steps"], fields["window_minutes"], fields["strict"])
+
+        return Response(_funnel_json(_saved(make)), status=201)
 
 
 class FunnelView(SiteView):

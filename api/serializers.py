@@ -1,6 +1,8 @@
 """Shapes of the API's responses, for the generated OpenAPI schema (and its fuzz tests).
 
-The views return the query service's dicts directly; these serializers only describe them.
+The views return the query service's dicts directly; these serializers only describe them. Request
+bodies have their own modules, whose serializers validate them: :mod:`api.goal_serializers`,
+:mod:`api.alert_serializers`.
 """
 
 from __future__ import annotations
@@ -173,15 +175,6 @@ class RealtimeSerializer(serializers.Serializer):
     sources = LiveSourcesSerializer()
 
 
-class GoalInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
-    kind = serializers.ChoiceField(choices=["page", "event"])
-    path = serializers.CharField(required=False, allow_blank=True, help_text="page goals: a pattern, * wildcards")
-    event = serializers.CharField(required=False, allow_blank=True, help_text="event goals: the event name")
-    prop = serializers.CharField(required=False, allow_blank=True, help_text="event goals, optional: a property")
-    value = serializers.CharField(required=False, allow_blank=True, help_text="the property's value, as text")
-
-
 class GoalSerializer(serializers.Serializer):
     goal_id = serializers.CharField()
     name = serializers.CharField()
@@ -203,13 +196,6 @@ class GoalsSerializer(RangedSerializer):
     visitors = serializers.IntegerField(allow_null=True, help_text="visitors of the range (the rates' base)")
     results = GoalResultSerializer(many=True)
     sources = SourcesSerializer()
-
-
-class FunnelInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
-    steps = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=8)
-    window_minutes = serializers.IntegerField(required=False, min_value=0, max_value=1440)
-    strict = serializers.BooleanField(required=False)
 
 
 class FunnelStepSerializer(serializers.Serializer):
