@@ -47,7 +47,7 @@ T = TypeVar("T")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Dash 4 deprecates DataTable in favour of dash-ag-grid; dashboard/layout.py explains the choice."""
+    """Dash 4 deprecates DataTable in favour of dash-ag-grid; dashboard/components.py explains the choice."""
     for item in items:
         if "dashboard" in item.path.parts:
             item.add_marker(pytest.mark.filterwarnings(r"ignore:\s*The dash_table.DataTable will be removed"))

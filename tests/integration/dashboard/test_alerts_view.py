@@ -16,8 +16,7 @@ from django.test import Client
 from alerts.models import THRESHOLD_MEANING, AlertRule, Channel, Episode, ReportSubscription
 from dashboard import messages
 from dashboard.access import ALERT_PERMISSIONS
-from dashboard.alerts import REFRESH_OUTPUTS, permission
-from dashboard.alerts_layout import ACTIONS, RULE_FIELDS, TABLE_IDS, button_id, error_id, trigger
+from dashboard.alerts import ACTIONS, REFRESH_OUTPUTS, RULE_FIELDS, TABLE_IDS, button_id, error_id, permission, trigger
 from dashboard.models import ShareLink, SiteAccess
 from footfall.models import Goal, Site
 from tests.integration.dash_callbacks import post_callback as post

@@ -7,7 +7,7 @@ import json
 import plotly.utils
 import pytest
 
-from dashboard import conversions, layout, panels, tables
+from dashboard import conversion_panels, conversions, history, tables
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -146,7 +146,7 @@ def test_engagement_columns_are_numbers_with_units() -> None:
 
 
 def test_history_page_has_the_conversion_panels() -> None:
-    page = json.dumps(layout.history_page(panels.conversion_panels()), cls=plotly.utils.PlotlyJSONEncoder)
+    page = json.dumps(history.page(conversion_panels.panels()), cls=plotly.utils.PlotlyJSONEncoder)
     for component in ("hist-goals", "hist-goal-series", "hist-funnel", "hist-funnel-chart", "hist-prop-table"):
         assert f'"id": "{component}"' in page
-    assert '"id": "hist-goals"' not in json.dumps(layout.history_page(), cls=plotly.utils.PlotlyJSONEncoder)
+    assert '"id": "hist-goals"' not in json.dumps(history.page(), cls=plotly.utils.PlotlyJSONEncoder)

@@ -13,11 +13,11 @@ import redis
 from confluent_kafka import KafkaException
 from pymongo.errors import PyMongoError
 
-from dashboard import layout, messages
+from dashboard import messages, shell
 from dashboard.access import Access, SiteChoice
-from dashboard.app import site_from_search
 from dashboard.history import METRICS, cards
 from dashboard.live import OUTPUTS, blank, render
+from dashboard.shell import site_from_search
 from footfall.vocabulary import QueryError
 
 LIVE = {
@@ -35,11 +35,11 @@ LIVE = {
 
 
 def test_page_of_and_href() -> None:
-    assert [layout.page_of(p) for p in ("/dashboard/", "/dashboard/history", "/dashboard/health/", "/x", None)] == [
+    assert [shell.page_of(p) for p in ("/dashboard/", "/dashboard/history", "/dashboard/health/", "/x", None)] == [
         "live", "history", "health", "live", "live"
     ]  # fmt: skip
-    assert layout.href("live", "demo") == "/dashboard/?site=demo"
-    assert layout.href("history", None) == "/dashboard/history"
+    assert shell.href("live", "demo") == "/dashboard/?site=demo"
+    assert shell.href("history", None) == "/dashboard/history"
 
 
 def test_site_from_search() -> None:
@@ -59,15 +59,15 @@ def test_access_looks_sites_up_never_trusts_them() -> None:
 def test_shell_lists_only_the_allowed_sites() -> None:
     """The site picker holds the request's sites; share viewers get no health or alerts link and no sign-out."""
     shared = Access(sites=(SiteChoice("a", "Site A", "UTC"),))
-    body = json.dumps(layout.shell(shared).to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)
+    body = json.dumps(shell.layout(shared).to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)
     assert '"label": "Site A (a)"' in body
     assert "read-only" in body
     assert "sign-out" not in body
-    nav = layout.shell(shared).children[1].children[2].children
+    nav = shell.layout(shared).children[1].children[2].children
     assert [span.hidden for span in nav] == [False, False, True, True]  # live, history, health, alerts
-    assert layout.no_sites(Access(shared_revoked=True)).children[1].children == messages.SHARE_REVOKED
-    assert layout.no_sites(Access(username="u")).children[1].children == messages.NO_SITES
-    assert layout.no_sites(Access(username="root", staff=True)).children[1].children == messages.NO_SITES_STAFF
+    assert shell.no_sites(Access(shared_revoked=True)).children[1].children == messages.SHARE_REVOKED
+    assert shell.no_sites(Access(username="u")).children[1].children == messages.NO_SITES
+    assert shell.no_sites(Access(username="root", staff=True)).children[1].children == messages.NO_SITES_STAFF
 
 
 def test_only_staff_are_told_server_commands() -> None:
