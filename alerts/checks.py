@@ -37,7 +37,7 @@ from alerts.models import AlertRule, Delivery, Episode
 from alerts.rules import Reading, RuleSpec, Verdict, details, further, judge
 from query.health import failed_store
 from query.runtime import get_conversions, get_health, get_service
-from query.service import SiteInfo
+from query.service import QuerySite
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def run_checks(now: dt.datetime | None = None, measurer: Measurer | None = None)
 def check_rule(rule: AlertRule, measurer: Measurer, now: dt.datetime) -> Outcome:
     """Measure one rule and open, keep or resolve its episode (see the module docstring)."""
     spec = spec_of(rule)
-    site = SiteInfo(rule.site.site_id, rule.site.timezone)
+    site = QuerySite.of(rule.site)
     reading = measurer.read(spec, site, rule.goal.spec() if rule.goal_id else None)
     with transaction.atomic():
         episode = Episode.objects.select_for_update().filter(rule=rule, resolved_at__isnull=True).first()

@@ -52,7 +52,7 @@ from query.conversions import Conversions
 from query.health import PipelineHealth
 from query.params import Range
 from query.plan import ms
-from query.service import QueryService, SiteInfo
+from query.service import QueryService, QuerySite
 from query.stores import Row
 
 SPIKE_BASELINE_MINUTES = 180  # the trend detector's baseline ("Rising now" compares with 3 hours)
@@ -88,7 +88,7 @@ class Measurer:
     now: dt.datetime
     _shared: dict[str, float] = field(default_factory=dict)
 
-    def read(self, rule: RuleSpec, site: SiteInfo, goal: GoalSpec | None = None) -> Reading:
+    def read(self, rule: RuleSpec, site: QuerySite, goal: GoalSpec | None = None) -> Reading:
         """The rule's figure now (raises what the stores raise when one is down)."""
         readers: dict[str, Callable[[], Reading]] = {
             SPIKE: lambda: self.spike(rule, site),
@@ -105,7 +105,7 @@ class Measurer:
 
     # -- traffic -------------------------------------------------------------------------
 
-    def spike(self, rule: RuleSpec, site: SiteInfo) -> Reading:
+    def spike(self, rule: RuleSpec, site: QuerySite) -> Reading:
         rt, now_ms = self.svc.rt, ms(self.now)
         window = rule.window_minutes
         dim = rule.scope or "page"
@@ -147,7 +147,7 @@ class Measurer:
             },
         )
 
-    def _series(self, site: SiteInfo, filter_: tuple[str, str] | None) -> list[dict[str, Any]]:
+    def _series(self, site: QuerySite, filter_: tuple[str, str] | None) -> list[dict[str, Any]]:
         """Visitors per 5 minutes over the last 6 hours (each a HyperLogLog merge)."""
         end = self.now.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
         start = end - SERIES_SPAN
@@ -159,7 +159,7 @@ class Measurer:
         got = self.svc.rt.spans(site.site_id, "visitors", [(ms(a), ms(b)) for a, b in spans], filter_)
         return series_points([(a, float(v)) for (a, _), v in zip(spans, got, strict=True)])
 
-    def window_visitors(self, site: SiteInfo, start: dt.datetime, end: dt.datetime) -> float | None:
+    def window_visitors(self, site: QuerySite, start: dt.datetime, end: dt.datetime) -> float | None:
         """Visitors of ``[start, end)`` from the site's hourly series: each hour's visitors times
         the share of its elapsed part that lies inside the range. None when part of it is
         counted by neither layer."""
@@ -182,7 +182,7 @@ class Measurer:
             total += point["value"] * (inside / elapsed)
         return total
 
-    def drop(self, rule: RuleSpec, site: SiteInfo) -> Reading:
+    def drop(self, rule: RuleSpec, site: QuerySite) -> Reading:
         window = dt.timedelta(minutes=rule.window_minutes)
         end = self.now
         now_value = self.window_visitors(site, end - window, end)
@@ -202,7 +202,7 @@ class Measurer:
         usual = sum(weeks) / len(weeks)
         return Reading(round(now_value, 3), usual=round(usual, 3), extra={"series": self._series(site, None)})
 
-    def goal(self, rule: RuleSpec, site: SiteInfo, goal: GoalSpec | None) -> Reading:
+    def goal(self, rule: RuleSpec, site: QuerySite, goal: GoalSpec | None) -> Reading:
         if goal is None:
             return Reading(None, "the rule names no goal")
         rng = Range(self.now - dt.timedelta(minutes=rule.window_minutes), self.now, ZoneInfo(site.tz))
@@ -225,7 +225,7 @@ class Measurer:
                 self._shared[kind] = float(self.health.lag()["archiver_lag"])
         return self._shared[kind]
 
-    def rollup(self, rule: RuleSpec, site: SiteInfo) -> Reading:
+    def rollup(self, rule: RuleSpec, site: QuerySite) -> Reading:
         tz = ZoneInfo(site.tz)
         runs, _ = self.health.batch_days(site.site_id, ROLLUP_DAYS + 2)
         status = {str(r.get("day")): str(r.get("status", "")) for r in runs}
@@ -245,7 +245,7 @@ class Measurer:
         late = status.get(yesterday.isoformat()) != "complete"
         return Reading(hours_since_end(yesterday) if late else 0.0, subject=yesterday.isoformat())
 
-    def drift(self, site: SiteInfo) -> Reading:
+    def drift(self, site: QuerySite) -> Reading:
         _, docs = self.health.batch_days(site.site_id, 1)
         if not docs:
             return Reading(None, "no day has been reconciled yet")

@@ -34,7 +34,7 @@ from alerts.report_mail import Rendered, ReportMailError, message, render
 from alerts.reports import build_report, unsettled_days
 from footfall.models import Goal, Site
 from query.runtime import get_conversions, get_service
-from query.service import SiteInfo
+from query.service import QuerySite
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +54,8 @@ class RunSummary:
         return {"sent": self.sent, "deferred": self.deferred, "failed": self.failed}
 
 
-def site_info(site: Site) -> SiteInfo:
-    return SiteInfo(site.site_id, site.timezone)
+def site_info(site: Site) -> QuerySite:
+    return QuerySite.of(site)
 
 
 def render_report(site: Site, period: Period) -> Rendered:

@@ -24,7 +24,7 @@ from alerts.periods import Period
 from footfall.goals import GoalSpec
 from query.conversions import Conversions
 from query.params import Range
-from query.service import QueryService, SiteInfo
+from query.service import QueryService, QuerySite
 
 TOP = 10  # rows of the top pages and top referrers
 TOTALS = ("visitors", "pageviews", "sessions", "bounce_rate", "visit_duration")
@@ -71,7 +71,7 @@ def period_range(period: Period, tz: str) -> Range:
     return Range(start, end, zone)
 
 
-def unsettled_days(svc: QueryService, site: SiteInfo, period: Period) -> list[str]:
+def unsettled_days(svc: QueryService, site: QuerySite, period: Period) -> list[str]:
     """The days of ``period`` the batch layer has not completed (empty: every figure is exact)."""
     start, _ = period.bounds(ZoneInfo(site.tz))
     settled = svc.settlement(site, start).days
@@ -89,7 +89,7 @@ def change(value: object, before: object, previous_partial: bool) -> float | Non
 def build_report(
     svc: QueryService,
     conversions: Conversions,
-    site: SiteInfo,
+    site: QuerySite,
     site_name: str,
     period: Period,
     goals: Sequence[GoalSpec],

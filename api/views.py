@@ -26,7 +26,7 @@ from footfall.models import ApiKey, Goal
 from footfall.vocabulary import QueryError
 from query import params as p
 from query.runtime import get_conversions, get_health_checks, get_service
-from query.service import SiteInfo
+from query.service import QuerySite
 
 
 class HealthView(APIView):
@@ -83,9 +83,9 @@ class SiteView(APIView):
     throttle_classes = [ApiKeyRateThrottle]
     renderer_classes = [JSONRenderer]
 
-    def site(self, request: Request) -> SiteInfo:
+    def site(self, request: Request) -> QuerySite:
         key: ApiKey = request.auth
-        return SiteInfo(key.site.site_id, key.site.timezone)
+        return QuerySite.of(key.site)
 
     @staticmethod
     def params(request: Request) -> dict[str, str]:

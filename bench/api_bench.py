@@ -55,7 +55,7 @@ from footfall.vocabulary import BREAKDOWN_METRICS, CUSTOM_EVENT_DIMENSIONS, INTE
 from historical.store import ROLLUP_COLLECTIONS, RUNS, connect
 from query import params as p
 from query.conversions import Conversions
-from query.service import QueryService, SiteInfo
+from query.service import QueryService, QuerySite
 from realtime.keys import PREFIX, KeyLayout
 from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
@@ -64,21 +64,21 @@ GOALS = {"realtime_p95_ms": 100.0, "history_p95_ms": 300.0, "ratio": 3.0}
 TIMEOUT, RAW_BUDGET_S = 120, 60.0
 
 
-Call = Callable[[QueryService, SiteInfo, dict[str, str], Definitions], object]
+Call = Callable[[QueryService, QuerySite, dict[str, str], Definitions], object]
 
 
-def _range(svc: QueryService, site: SiteInfo, q: dict[str, str]) -> p.Range:
+def _range(svc: QueryService, site: QuerySite, q: dict[str, str]) -> p.Range:
     return p.parse_range(q, site.tz, svc.now(), p.DEFAULT_SPAN["day"], p.MAX_RANGE)
 
 
-def _timeseries(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
+def _timeseries(svc: QueryService, site: QuerySite, q: dict[str, str], _: Definitions) -> object:
     metric, interval = p.choice(q, "metric", METRICS, "pageviews"), p.choice(q, "interval", INTERVALS, "day")
     rng = p.parse_range(q, site.tz, svc.now(), p.DEFAULT_SPAN[interval], p.MAX_SPAN[interval])
     return svc.timeseries(site, metric, interval, rng, p.parse_filters(q.get("filters")))
 
 
 def _breakdown(dimension: str) -> Call:
-    def call(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
+    def call(svc: QueryService, site: QuerySite, q: dict[str, str], _: Definitions) -> object:
         q = dict(q)
         ref = p.text_value(q.pop("_ref"), "ref_domain") if "_ref" in q else None
         limit, page = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT), p.bounded_int(q, "page", 1, 1, 100_000)
@@ -92,35 +92,35 @@ def _breakdown(dimension: str) -> Call:
     return call
 
 
-def _realtime(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
+def _realtime(svc: QueryService, site: QuerySite, q: dict[str, str], _: Definitions) -> object:
     return svc.realtime(site, p.bounded_int(q, "minutes", 30, 1, 180), p.bounded_int(q, "limit", 10, 1, 100))
 
 
-def _aggregate(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
+def _aggregate(svc: QueryService, site: QuerySite, q: dict[str, str], _: Definitions) -> object:
     compare = p.choice(q, "compare", ("previous_period", "none"), "none") == "previous_period"
     return svc.aggregate(site, _range(svc, site, q), compare)
 
 
-def _goals(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definitions) -> object:
+def _goals(svc: QueryService, site: QuerySite, q: dict[str, str], defs: Definitions) -> object:
     return Conversions(svc).goals(site, _range(svc, site, q), defs.goals)
 
 
 def _event_properties(event: str, prop: str) -> Call:
-    def call(svc: QueryService, site: SiteInfo, q: dict[str, str], _: Definitions) -> object:
+    def call(svc: QueryService, site: QuerySite, q: dict[str, str], _: Definitions) -> object:
         limit, page = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT), p.bounded_int(q, "page", 1, 1, 100_000)
         return Conversions(svc).event_properties(site, event, prop, _range(svc, site, q), limit, page)
 
     return call
 
 
-def _funnel(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definitions) -> object:
+def _funnel(svc: QueryService, site: QuerySite, q: dict[str, str], defs: Definitions) -> object:
     return Conversions(svc).funnel(site, defs.funnel, _range(svc, site, q))
 
 
 def _goal_breakdown(dimension: str) -> Call:
     """The breakdown of ``dimension`` filtered by the site's first goal, as ``BreakdownView`` answers ``goal``."""
 
-    def call(svc: QueryService, site: SiteInfo, q: dict[str, str], defs: Definitions) -> object:
+    def call(svc: QueryService, site: QuerySite, q: dict[str, str], defs: Definitions) -> object:
         limit, page = p.bounded_int(q, "limit", 10, 1, p.MAX_LIMIT), p.bounded_int(q, "page", 1, 1, 100_000)
         dim = p.dimension(dimension)
         return Conversions(svc).goal_breakdown(site, dim, defs.goals[0], _range(svc, site, q), limit, page)
@@ -187,7 +187,7 @@ def summary(values_s: list[float]) -> dict[str, Any]:
     return {"n": len(ms), **pct, "max_ms": ms[-1] if ms else None, "mean_ms": sum(ms) / len(ms) if ms else None}
 
 
-def raw_round(svc: QueryService, site: SiteInfo, defs: Definitions, plans: list[tuple[Endpoint, list[dict[str, str]]]],
+def raw_round(svc: QueryService, site: QuerySite, defs: Definitions, plans: list[tuple[Endpoint, list[dict[str, str]]]],
               reps: int, out: dict[str, list[float]], budget_s: float = math.inf) -> None:  # fmt: skip
     """``reps`` calls of every endpoint, interleaved (drift on a shared machine hits all alike); an
     endpoint stops early once its calls of this round took ``budget_s`` (after 3 calls at least)."""
@@ -443,7 +443,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
 
     # Raw reads sum every trend block in Redis: no remembered baselines, as no settled cache.
     svc = QueryService(db, RealtimeQueries(store, baseline_memory_items=0), cfg.realtime_retention_s)
-    info = SiteInfo(site, TZ)
+    info = QuerySite(site, TZ)
     top = svc.breakdown(info, "ref", _range(svc, info, {}), 11, 1, ("pageviews",))["results"]  # the last 30 days
     top_refs = [str(row["value"]) for row in top if row["value"] != "(direct)"][:10]  # type: ignore[index]
     urls, plans = {}, []

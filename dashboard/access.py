@@ -17,7 +17,7 @@ from dashboard import messages
 from dashboard.models import ShareLink, SiteAccess
 from footfall.config import footfall_config
 from footfall.models import Site
-from query.service import SiteInfo
+from query.service import QuerySite
 
 ENVIRON_KEY = "footfall.dashboard.access"
 SESSION_SHARES = "footfall_share_links"  # ids of share links opened in this session
@@ -35,8 +35,8 @@ class SiteChoice:
     tz: str
 
     @property
-    def info(self) -> SiteInfo:
-        return SiteInfo(self.site_id, self.tz)
+    def info(self) -> QuerySite:
+        return QuerySite(self.site_id, self.tz)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from query.service import (
     VISITORS_DAILY_SUM,
     VISITORS_EXACT,
     QueryService,
-    SiteInfo,
+    QuerySite,
     batch_days,
     iso,
 )
@@ -36,7 +36,7 @@ class Conversions:
     # -- custom event properties -----------------------------------------------------------
 
     def event_properties(
-        self, site: SiteInfo, event: str, prop: str, rng: Range, limit: int, page: int
+        self, site: QuerySite, event: str, prop: str, rng: Range, limit: int, page: int
     ) -> dict[str, object]:
         """The values of property ``prop`` of custom event ``event``, ranked by events."""
         settled = self.svc.settlement(site, rng.start)
@@ -96,7 +96,7 @@ class Conversions:
 
     # -- goals ---------------------------------------------------------------------------
 
-    def goals(self, site: SiteInfo, rng: Range, goals: Sequence[GoalSpec]) -> dict[str, object]:
+    def goals(self, site: QuerySite, rng: Range, goals: Sequence[GoalSpec]) -> dict[str, object]:
         """Conversions of each goal over the range: total, unique (visitors) and the rate,
         unique conversions / visitors of the same range.
 
@@ -146,7 +146,7 @@ class Conversions:
     # -- where a goal's converting visitors came from ----------------------------------------
 
     def goal_breakdown(
-        self, site: SiteInfo, dim: str, spec: GoalSpec, rng: Range, limit: int, page: int
+        self, site: QuerySite, dim: str, spec: GoalSpec, rng: Range, limit: int, page: int
     ) -> dict[str, object]:
         """The values of goal source dimension ``dim`` (GOAL_SOURCE_DIMENSIONS) that goal ``spec``'s
         converting visitors came from, ranked by converting visitors: per value ``visitors``
@@ -213,7 +213,7 @@ class Conversions:
 
     # -- funnels -------------------------------------------------------------------------
 
-    def funnel(self, site: SiteInfo, spec: FunnelSpec, rng: Range) -> dict[str, object]:
+    def funnel(self, site: QuerySite, spec: FunnelSpec, rng: Range) -> dict[str, object]:
         """Funnel ``spec`` over the settled days of the range: visitors per step, conversion
         from the step before and from the first, median time from the step before.
 
@@ -268,7 +268,7 @@ class Conversions:
 
     # -- one goal per day, property names --------------------------------------------------
 
-    def goal_series(self, site: SiteInfo, rng: Range, spec: GoalSpec) -> list[dict[str, object]]:
+    def goal_series(self, site: QuerySite, rng: Range, spec: GoalSpec) -> list[dict[str, object]]:
         """Goal ``spec``'s conversions (``events``) and unique conversions (``visitors``) per
         site-local day of the range, oldest first, each with the layer that counted it
         (``source``: batch, realtime, or missing with both None).
@@ -304,7 +304,7 @@ class Conversions:
             row["source"] = p.source
         return list(out.values())
 
-    def event_property_names(self, site: SiteInfo, event: str, rng: Range) -> dict[str, object]:
+    def event_property_names(self, site: QuerySite, event: str, rng: Range) -> dict[str, object]:
         """The property names custom event ``event`` carried over the settled days of the
         range, most events first (the speed layer keeps no list of names: a property first
         seen today appears once its day is rolled up)."""

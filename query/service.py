@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
 from footfall.vocabulary import (
@@ -63,10 +63,24 @@ PREVIOUS_PARTIAL = (
 )
 
 
+class ZonedSite(Protocol):
+    """A site with its time zone (a :class:`footfall.models.Site`, or any such record)."""
+
+    site_id: str
+    timezone: str
+
+
 @dataclass(frozen=True, slots=True)
-class SiteInfo:
+class QuerySite:
+    """The site a query is about and the IANA zone its days are local to (apart from the
+    collector's :class:`collector.sites.SiteInfo`, a site's collection settings)."""
+
     site_id: str
     tz: str
+
+    @classmethod
+    def of(cls, site: ZonedSite) -> QuerySite:
+        return cls(site.site_id, site.timezone)
 
 
 def iso(moment: dt.datetime) -> str:
@@ -98,7 +112,7 @@ class QueryService:
 
     # -- building blocks (also of query.conversions) -----------------------------------------
 
-    def settlement(self, site: SiteInfo, start: dt.datetime) -> Settlement:
+    def settlement(self, site: QuerySite, start: dt.datetime) -> Settlement:
         """The days settled from ``start``'s site-local day on, and the watermark."""
         return self.rollups.settlement(site.site_id, site_day(start, ZoneInfo(site.tz)).isoformat())
 
@@ -109,7 +123,7 @@ class QueryService:
             return fetch()
         return self.cache.read(key, days, settled.generations, fetch)
 
-    def pieces(self, site: SiteInfo, start: dt.datetime, end: dt.datetime, settled: Settlement) -> list[Piece]:
+    def pieces(self, site: QuerySite, start: dt.datetime, end: dt.datetime, settled: Settlement) -> list[Piece]:
         realtime_from = realtime_window_start(self.now(), self.retention_s)
         return split(start, end, ZoneInfo(site.tz), settled.days, realtime_from)
 
@@ -127,7 +141,7 @@ class QueryService:
     # -- time series ---------------------------------------------------------------------
 
     def timeseries(
-        self, site: SiteInfo, metric: str, interval: str, rng: Range, filter_: Filter | None = None
+        self, site: QuerySite, metric: str, interval: str, rng: Range, filter_: Filter | None = None
     ) -> dict[str, object]:
         """One value per ``interval`` bucket of the range (``None`` where no layer has it)."""
         bks = buckets(rng.start, rng.end, interval, rng.tz)
@@ -214,11 +228,11 @@ class QueryService:
 
     # -- totals --------------------------------------------------------------------------
 
-    def daily(self, site: SiteInfo, settled: Settlement, days: set[str]) -> dict[str, dict]:
+    def daily(self, site: QuerySite, settled: Settlement, days: set[str]) -> dict[str, dict]:
         sid = site.site_id
         return self.settled_read(settled, ("daily", sid), days, lambda: self.rollups.daily(sid, days))
 
-    def totals(self, site: SiteInfo, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
+    def totals(self, site: QuerySite, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
         """Page views, visitors, sessions, bounce rate and visit duration of ``pieces``: their
         settled days from ``daily`` (which may hold more days), the rest from Redis."""
         sums = Sums()
@@ -243,7 +257,7 @@ class QueryService:
             "visit_duration": round(sums.duration_s / sums.sessions, 3) if sums.sessions else None,
         }
 
-    def aggregate(self, site: SiteInfo, rng: Range, compare: bool) -> dict[str, object]:
+    def aggregate(self, site: QuerySite, rng: Range, compare: bool) -> dict[str, object]:
         """Totals of the range and, with ``compare``, of the period of equal length before it
         (both read with one ``batch_runs`` and one daily read)."""
         before_start = rng.start - (rng.end - rng.start)
@@ -294,7 +308,7 @@ class QueryService:
 
     def breakdown(
         self,
-        site: SiteInfo,
+        site: QuerySite,
         dim: str,
         rng: Range,
         limit: int,
@@ -418,7 +432,7 @@ class QueryService:
 
     # -- right now -----------------------------------------------------------------------
 
-    def realtime(self, site: SiteInfo, minutes: int, limit: int = 10) -> dict[str, object]:
+    def realtime(self, site: QuerySite, minutes: int, limit: int = 10) -> dict[str, object]:
         """The live view: concurrent visitors, page views per minute, top and rising values."""
         now = self.now()
         now_ms = ms(now)

@@ -29,7 +29,7 @@ from historical.buckets import day_buckets, local_midnight, ms
 from historical.reads import RollupReads
 from historical.store import connect
 from query.params import Range
-from query.service import QueryService, SiteInfo
+from query.service import QueryService, QuerySite
 from realtime.keys import KeyLayout
 from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
@@ -143,7 +143,7 @@ def test_fall_back_day_inside_the_realtime_window_counts_each_hour_once(
     service = QueryService(RollupReads(db), RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: now)
     tz = ZoneInfo(zone)
     rng = Range(local_midnight(dt.date(2027, 10, 31), tz), local_midnight(dt.date(2027, 11, 1), tz), tz)
-    info = SiteInfo(site, zone)
+    info = QuerySite(site, zone)
     want = [(start, pv) for start, pv, _ in truth(events, zone, day)]
     assert len(want) == 25
     try:

@@ -37,7 +37,7 @@ from footfall.vocabulary import (
 )
 from footfall_capture.events import SCHEMA_VERSION, Event, UserAgent, Utm, new_event_id
 from query.runtime import get_conversions, get_health, get_service
-from query.service import SiteInfo
+from query.service import QuerySite
 from realtime.health import worker_heartbeats
 from realtime.keys import KeyLayout
 from realtime.reads import RealtimeQueries
@@ -245,7 +245,7 @@ def test_every_reader_answers_over_the_caps(clients: list[redis.Redis], readers:
         )
 
     # Trends and alerts read the same buckets.
-    info = SiteInfo(site, "UTC")
+    info = QuerySite(site, "UTC")
     measurer = Measurer(get_service(), get_conversions(), get_health(), now)
     for scope, value in (("", ""), ("page", ""), ("ref", ""), ("ref", VALUE_OTHER), ("page", VALUE_OTHER)):
         measurer.read(RuleSpec(site, "spike", "spike", 3.0, window_minutes=10, scope=scope, value=value), info)

@@ -24,7 +24,7 @@ from historical.buckets import local_midnight
 from historical.reads import RollupReads
 from historical.store import connect
 from query.params import Range
-from query.service import QueryService, SiteInfo
+from query.service import QueryService, QuerySite
 from realtime.keys import KeyLayout
 from realtime.reads import RealtimeQueries
 from realtime.store import CounterStore
@@ -82,7 +82,7 @@ def test_app_and_unparseable_referrers_agree_in_both_layers(cfg: Config, tmp_pat
     utc = ZoneInfo("UTC")
     days = sorted({dt.datetime.fromtimestamp(e.ts / 1000, dt.UTC).date() for e in events})
     rng = Range(local_midnight(days[0], utc), local_midnight(days[-1] + dt.timedelta(days=1), utc), utc)
-    info = SiteInfo(site.site_id, "UTC")
+    info = QuerySite(site.site_id, "UTC")
 
     def answers() -> tuple[dict, dict, dict, set[str]]:
         refs = service.breakdown(info, "ref", rng, 100, 1, ("pageviews",))

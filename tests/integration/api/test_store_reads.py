@@ -21,7 +21,7 @@ from historical.buckets import ms
 from historical.reads import RollupReads
 from historical.store import DAILY, HOURLY, RUNS, DayDocuments, hour_document, load_day
 from query.params import Range
-from query.service import QueryService, SiteInfo
+from query.service import QueryService, QuerySite
 from query.settled_cache import SettledCache
 from realtime.keys import KeyLayout
 from realtime.reads import RealtimeQueries
@@ -51,7 +51,7 @@ class Finds(monitoring.CommandListener):
 
 
 @pytest.fixture
-def reads(cfg: Config) -> Iterator[tuple[QueryService, SiteInfo, Finds]]:
+def reads(cfg: Config) -> Iterator[tuple[QueryService, QuerySite, Finds]]:
     finds = Finds()
     client: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url, event_listeners=[finds], tz_aware=True)
     db = client[cfg.mongo_db]
@@ -65,7 +65,7 @@ def reads(cfg: Config) -> Iterator[tuple[QueryService, SiteInfo, Finds]]:
     store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout(retention_s=cfg.realtime_retention_s))
     service = QueryService(RollupReads(db), RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: NOW)
     finds.collections.clear()
-    yield service, SiteInfo(site, TZ), finds
+    yield service, QuerySite(site, TZ), finds
     for name in (DAILY, HOURLY, RUNS):
         db[name].delete_many({"site_id": site})
     client.close()

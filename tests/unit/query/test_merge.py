@@ -18,7 +18,7 @@ from historical.buckets import day_buckets
 from query.conversions import Conversions
 from query.params import Filter, Range
 from query.plan import realtime_window_start
-from query.service import PREVIOUS_PARTIAL, QueryService, SiteInfo
+from query.service import PREVIOUS_PARTIAL, QueryService, QuerySite
 from tests.unit.query.memory_stores import SITE, Hit, MemoryCounters, MemoryRollups
 
 TZ = ZoneInfo("Europe/Berlin")
@@ -30,7 +30,7 @@ PAGES = ("/", "/pricing", "/signup", "/blog/a")
 REFS = ("(direct)", "google.com", "news.ycombinator.com")
 SIGNUP = GoalSpec("1", PAGE, name="Sign-up", path="/signup")
 PRO = GoalSpec("2", EVENT, name="Pro", event="purchase", prop="plan", value="pro")
-SITE_INFO = SiteInfo(SITE, TZ.key)
+SITE_INFO = QuerySite(SITE, TZ.key)
 
 
 def traffic() -> list[Hit]:
