@@ -15,6 +15,7 @@ import pymongo
 import pytest
 import redis
 from pymongo import monitoring
+from pymongo.database import Database
 
 from footfall.config import Config
 from historical.buckets import ms
@@ -51,7 +52,7 @@ class Finds(monitoring.CommandListener):
 
 
 @pytest.fixture
-def reads(cfg: Config) -> Iterator[tuple[QueryService, QuerySite, Finds]]:
+def reads(cfg: Config) -> Iterator[tuple[QueryService, QuerySite, Finds, Database]]:
     finds = Finds()
     client: pymongo.MongoClient = pymongo.MongoClient(cfg.mongo_url, event_listeners=[finds], tz_aware=True)
     db = client[cfg.mongo_db]
@@ -65,7 +66,7 @@ def reads(cfg: Config) -> Iterator[tuple[QueryService, QuerySite, Finds]]:
     store = CounterStore(redis.Redis.from_url(cfg.redis_url), KeyLayout(retention_s=cfg.realtime_retention_s))
     service = QueryService(RollupReads(db), RealtimeQueries(store), cfg.realtime_retention_s, now=lambda: NOW)
     finds.collections.clear()
-    yield service, QuerySite(site, TZ), finds
+    yield service, QuerySite(site, TZ), finds, db
     for name in (DAILY, HOURLY, RUNS):
         db[name].delete_many({"site_id": site})
     client.close()
@@ -78,7 +79,7 @@ def local_range(first: dt.date, days: int) -> Range:
 
 
 def test_aggregate_with_compare_reads_runs_once_and_days_once(reads) -> None:
-    service, site, finds = reads
+    service, site, finds, _ = reads
     body = service.aggregate(site, local_range(dt.date(2026, 11, 11), 5), compare=True)
     assert finds.collections == [RUNS, DAILY]
     pageviews = body["results"]["pageviews"]
@@ -89,7 +90,7 @@ def test_aggregate_with_compare_reads_runs_once_and_days_once(reads) -> None:
 
 
 def test_a_day_series_reads_runs_once(reads) -> None:
-    service, site, finds = reads
+    service, site, finds, _ = reads
     body = service.timeseries(site, "pageviews", "day", local_range(dt.date(2026, 11, 3), 4))
     assert finds.collections == [RUNS, DAILY]
     assert [p["value"] for p in body["points"]] == [102, 103, 104, 105]
@@ -99,7 +100,7 @@ def test_a_day_series_reads_runs_once(reads) -> None:
 def test_the_watermark_is_found_when_nothing_of_the_range_is_settled(reads) -> None:
     """A range after the watermark: the settled-days read finds nothing, one more read of a
     single document names the watermark; the unsettled day is missing, never guessed."""
-    service, site, finds = reads
+    service, site, finds, _ = reads
     body = service.aggregate(site, local_range(DAYS[-1], 1), compare=False)
     assert finds.collections == [RUNS, RUNS]
     assert body["sources"]["watermark"] == SETTLED[-1].isoformat()
@@ -109,7 +110,7 @@ def test_the_watermark_is_found_when_nothing_of_the_range_is_settled(reads) -> N
 def test_an_hour_series_reads_only_the_hourly_rollup(reads) -> None:
     """Hour buckets take nothing from the daily documents, so those are not read; a metric
     the hourly rollup does not hold reads no rollup at all (its hours are null, with a note)."""
-    service, site, finds = reads
+    service, site, finds, _ = reads
     body = service.timeseries(site, "pageviews", "hour", local_range(dt.date(2026, 11, 3), 2))
     assert finds.collections == [RUNS, HOURLY]
     nonzero = {p["t"]: p["value"] for p in body["points"] if p["value"]}
@@ -127,7 +128,7 @@ def test_an_hour_series_reads_only_the_hourly_rollup(reads) -> None:
 def test_cached_settled_reads_last_until_the_day_is_loaded_again(reads) -> None:
     """With the cache, a repeated query reads only ``batch_runs``; loading one of its days
     again gives that day a new generation, so the next query reads the new documents."""
-    service, site, finds = reads
+    service, site, finds, db = reads
     service.cache = SettledCache(10_000)
     rng = local_range(dt.date(2026, 11, 11), 5)  # 11..15 November
     first = service.aggregate(site, rng, compare=False)
@@ -138,7 +139,7 @@ def test_cached_settled_reads_last_until_the_day_is_loaded_again(reads) -> None:
 
     run = {"status": "complete", "tz": TZ}
     daily = {"pageviews": 1000, "visitors": 10, "sessions": 20, "bounces": 5, "visit_duration_s": 30.0}
-    load_day(service.rollups.db, DayDocuments(site.site_id, "2026-11-13", daily, [], [], run))
+    load_day(db, DayDocuments(site.site_id, "2026-11-13", daily, [], [], run))
     finds.collections.clear()
     again = service.aggregate(site, rng, compare=False)
     assert finds.collections == [RUNS, DAILY]
