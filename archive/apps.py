@@ -1,4 +1,4 @@
-"""Django app config of the raw archive (its ``run_archiver`` command)."""
+"""Django app config of the raw archive (its ``run_archiver`` and ``compact_archive`` commands)."""
 
 from django.apps import AppConfig
 

@@ -1,6 +1,6 @@
 """Compaction of the archive (a directory or S3): merge the small files of hours that stopped receiving events.
 
-Callers hold the archive lock (:mod:`historical.archive_lock`): merging deletes files a
+Callers hold the archive lock (:mod:`archive.lock`): merging deletes files a
 running Spark job may have listed.
 """
 

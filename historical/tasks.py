@@ -2,7 +2,7 @@
 
 All are idempotent (a rollup replaces whole days, compaction keeps every event id), so
 ``acks_late`` redelivery after a worker crash is harmless. The archive lock
-(:mod:`historical.archive_lock`, shared with the ``manage.py`` commands) keeps two rollups,
+(:mod:`archive.lock`, shared with the ``manage.py`` commands) keeps two rollups,
 or a rollup and a compaction (which deletes files a running Spark job may have listed), from
 running at once, even if two beat processes were started by mistake.
 
@@ -23,9 +23,9 @@ from celery import shared_task
 from pymongo.errors import PyMongoError
 
 from archive.compaction import compact_ended_hours
+from archive.lock import ArchiveLock, ArchiveLockBusy, archive_lock
 from archive.store import Archive
 from footfall.config import footfall_config
-from historical.archive_lock import ArchiveLock, ArchiveLockBusy, archive_lock
 from historical.rollups import RollupFailed, run_rollup, site_zones
 from historical.store import connect
 

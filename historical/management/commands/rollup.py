@@ -7,7 +7,7 @@ replaces its documents; a backfill shows a progress bar over its days.
 instants that contain a clock change (there an old ``site|day|HH`` document holds both
 repeated hours); old documents of other days are exact and read as they are.
 
-Every form holds the archive lock (:mod:`historical.archive_lock`) for its whole run, as the
+Every form holds the archive lock (:mod:`archive.lock`) for its whole run, as the
 Celery tasks do: if a compaction or another rollup holds it, the command waits up to
 ``--lock-timeout`` seconds, saying whom it waits for, then gives up with exit status 1.
 """
@@ -23,9 +23,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from archive.archiver import GROUP as ARCHIVER_GROUP
+from archive.management.lock_option import add_lock_timeout, holding_archive_lock
 from footfall.config import footfall_config
 from footfall_capture.kafka import client_config
-from historical.management.archive_lock_option import add_lock_timeout, holding_archive_lock
 from historical.rollups import RollupFailed, legacy_change_days, run_rollup, site_zones
 
 RETRY_COMMITTED = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}

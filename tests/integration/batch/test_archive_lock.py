@@ -28,13 +28,13 @@ import redis
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from archive.lock import KEY, ArchiveLock
 from archive.schema import partition_path, to_row
 from archive.store import Archive, ArchiveRow, read_event_ids
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.models import Site
 from footfall_capture.events import encode
-from historical.archive_lock import KEY, ArchiveLock
 from historical.rollups import REPO
 from historical.store import DAILY, daily_id
 

@@ -26,12 +26,12 @@ import redis
 from celery import Celery
 from celery.schedules import crontab
 
+from archive.lock import KEY as LOCK_KEY
 from archive.schema import partition_path, to_row
 from archive.store import Archive, ArchiveRow
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event, encode
-from historical.archive_lock import KEY as LOCK_KEY
 from historical.rollups import REPO
 from historical.store import DAILY, RUNS, DayDocuments, documents, hour_document, load_day
 from historical.tasks import nightly_windows

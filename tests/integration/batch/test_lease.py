@@ -12,15 +12,15 @@ from pathlib import Path
 
 import redis
 
+from archive.lease import Lease
+from archive.lock import KEY, ArchiveLock
 from footfall.config import Config
-from historical.archive_lock import KEY, ArchiveLock
-from historical.lease import Lease
 from historical.tasks import compact_archive
 
 REPO = Path(__file__).resolve().parents[3]
 HOLDER = """
 import sys, time, redis
-from historical.lease import Lease
+from archive.lease import Lease
 lease = Lease(redis.Redis.from_url(sys.argv[1]), sys.argv[2], ttl_s=3)
 assert lease.acquire()
 print("held", flush=True)

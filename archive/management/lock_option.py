@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from django.core.management.base import CommandError, CommandParser
 
-from historical.archive_lock import COMMAND_WAIT_S, ArchiveLockBusy, archive_lock, sigterm_exits
+from archive.lock import COMMAND_WAIT_S, ArchiveLockBusy, archive_lock, sigterm_exits
 
 
 def add_lock_timeout(parser: CommandParser, waits_for: str) -> None:

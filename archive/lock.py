@@ -4,7 +4,7 @@ Compaction deletes the files it merged, which a running Spark job may already ha
 and two rollups of one day would race to replace its documents. So every rollup (nightly,
 backfill, ``--legacy-hours``) and every compaction, whether a Celery task or a
 ``manage.py`` command, holds this lock for its whole run. It is a
-:class:`historical.lease.Lease` (renewed while held, so a job may run for hours; lapsing
+:class:`archive.lease.Lease` (renewed while held, so a job may run for hours; lapsing
 within :data:`TTL_S` of a ``kill -9``) whose value names the holder and since when, so a
 waiter can say whom it waits for. Tasks try once and reschedule; commands wait up to a
 timeout with a progress line, then refuse (:class:`ArchiveLockBusy`).
@@ -26,7 +26,7 @@ from types import FrameType
 
 import redis
 
-from historical.lease import Lease
+from archive.lease import Lease
 
 # The key the Celery tasks took before this module existed: old and new workers exclude each other.
 KEY = "ff:lock:rollup"

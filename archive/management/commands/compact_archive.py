@@ -1,7 +1,7 @@
 """``manage.py compact_archive``: merge the small files of archive hours that have ended, now.
 
 The same work as the hourly Celery task ``compact_archive``, under the same archive lock
-(:mod:`historical.archive_lock`): a rollup holding it is waited for up to
+(:mod:`archive.lock`): a rollup holding it is waited for up to
 ``--lock-timeout`` seconds, with a line saying whom the command waits for, then the command
 gives up with exit status 1.
 """
@@ -13,9 +13,9 @@ import datetime as dt
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from archive.compaction import SETTLED_AFTER_S, compact_ended_hours
+from archive.management.lock_option import add_lock_timeout, holding_archive_lock
 from archive.store import Archive
 from footfall.config import footfall_config
-from historical.management.archive_lock_option import add_lock_timeout, holding_archive_lock
 
 
 class Command(BaseCommand):
