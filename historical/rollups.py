@@ -1,23 +1,26 @@
-"""Running the rollup job: ``spark-submit`` of :mod:`spark_jobs.rollup`.
+"""Running the rollup job: ``spark-submit`` of the module :mod:`spark_jobs.rollup`.
 
 One code path for every master: ``local[*]`` runs Spark on this machine, ``spark://…``,
 ``yarn`` or ``k8s://…`` on a cluster; the driver runs here (client mode), so it reaches
-MongoDB and reports progress on its stdout. A failed job raises :class:`RollupFailed`
-with the end of Spark's output; documents of the days it finished are complete, the rest
-are untouched or repaired by the next run (loads replace whole days). After a successful
-run, :data:`historical.signals.rollup_finished` lets the query layer reconcile the days.
+MongoDB and reports each day it loaded as a JSON line in a progress file (its ``--progress``).
+A failed job raises :class:`RollupFailed` with the end of Spark's output; documents of the
+days it finished are complete, the rest are untouched or repaired by the next run (loads
+replace whole days). After a successful run, :data:`historical.signals.rollup_finished` lets
+the query layer reconcile the days.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +29,13 @@ from archive.spark_conf import archive_spark_conf, spark_properties_file
 from footfall.config import Config
 from footfall.goals import FunnelSpec, GoalSpec
 from footfall.models import Funnel, Goal, Site
+from historical.progress import ProgressFile
 from historical.signals import rollup_finished
 from historical.store import MONGO_URL_VARIABLE, connect, has_clock_change, legacy_hour_days
 
 REPO = Path(__file__).resolve().parent.parent
+JOB_MODULE = "spark_jobs.rollup"
+PROGRESS_POLL_S = 0.25  # how often a running job's progress file is read
 
 
 class RollupFailed(RuntimeError):
@@ -69,6 +75,16 @@ def definitions_file(specs: Mapping[str, Sequence[FunnelSpec | GoalSpec]] | None
         yield path
 
 
+def job_file() -> Path:
+    """The file of :data:`JOB_MODULE`, found the way ``python -m`` finds it (a checkout or an
+    installed wheel alike): spark-submit runs a Python file, not a module name. Named, not
+    imported: the job is a layer above this one and runs in a process of its own."""
+    spec = importlib.util.find_spec(JOB_MODULE)
+    if spec is None or spec.origin is None:
+        raise RollupFailed(f"the rollup job's module {JOB_MODULE} is not installed")
+    return Path(spec.origin)
+
+
 def spark_submit_command(
     cfg: Config,
     master: str,
@@ -78,14 +94,17 @@ def spark_submit_command(
     properties_file: Path | None = None,
     funnels_path: Path | None = None,
     goals_path: Path | None = None,
+    progress_path: Path | None = None,
 ) -> list[str]:
     """The ``spark-submit`` command line of the rollup of ``[first, last]`` for the sites of
-    ``zones``, with their funnels and goals from the files of :func:`definitions_file`."""
+    ``zones``, with their funnels and goals from the files of :func:`definitions_file`; the job
+    appends each day it loaded to ``progress_path`` (:mod:`historical.progress`)."""
     submit = Path(sys.executable).parent / "spark-submit"
     goal_args = ["--goals", f"@{goals_path}"] if goals_path else []
     # Settings holding secrets (the archive's keys) come in a 0600 file, never as arguments.
     properties = ["--properties-file", str(properties_file)] if properties_file else []
     funnels = ["--funnels", f"@{funnels_path}"] if funnels_path else []
+    progress = ["--progress", str(progress_path)] if progress_path else []
     partitions = cfg.spark_shuffle_partitions
     shuffle = ["--conf", f"spark.sql.shuffle.partitions={partitions}"] if partitions else []
     return [
@@ -95,13 +114,14 @@ def spark_submit_command(
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--driver-memory", cfg.spark_driver_memory,
-        str(REPO / "spark_jobs" / "rollup.py"),
+        str(job_file()),
         "--from", first.isoformat(), "--to", last.isoformat(),
         "--sites", json.dumps(zones),
         "--archive-url", cfg.archive_url,
         "--mongo-db", cfg.mongo_db,
         *funnels,
         *goal_args,
+        *progress,
     ]  # fmt: skip
 
 
@@ -180,42 +200,55 @@ def run_rollup(
         spark_properties_file(archive_spark_conf(cfg)) as properties,
         definitions_file(plan.funnels) as funnels_path,
         definitions_file(plan.goals) as goals_path,
+        tempfile.TemporaryDirectory(prefix="footfall-rollup-") as tmp,
     ):
         master = master or cfg.spark_master
-        command = spark_submit_command(cfg, master, first, last, plan.zones, properties, funnels_path, goals_path)
-        result = _run_job(command, spark_submit_env(cfg), on_day)
+        progress = Path(tmp) / "progress.jsonl"
+        command = spark_submit_command(
+            cfg, master, first, last, plan.zones, properties, funnels_path, goals_path, progress
+        )
+        result = _run_job(command, spark_submit_env(cfg), on_day, progress)
     result.drift = announce_rollup(cfg, result.days, plan.zones)
     return result
 
 
-def _run_job(command: list[str], env: dict[str, str], on_day: Callable[[str, str], None]) -> RollupResult:
-    """Run the job's ``command``, passing on each day it loaded; raise :class:`RollupFailed` if it fails."""
+def _run_job(
+    command: list[str], env: dict[str, str], on_day: Callable[[str, str], None], progress_path: Path
+) -> RollupResult:
+    """Run the job's ``command``, passing on each day it loaded (read from ``progress_path``); raise
+    :class:`RollupFailed` if it fails."""
     result = RollupResult()
-    proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
-        start_new_session=True,  # a group of its own: _stop ends the JVM and its Python processes together
-    )  # fmt: skip
-    assert proc.stdout is not None
-    try:
-        for line in proc.stdout:
-            parts = line.split()
-            if parts[:1] == ["progress"] and len(parts) == 3:
-                result.days.append((parts[1], parts[2]))
-                on_day(parts[1], parts[2])
-            elif parts[:1] == ["done"]:
-                result.events = int(dict(p.split("=") for p in parts[1:])["events"])
-        stderr = proc.stderr.read() if proc.stderr else ""
-    except BaseException:
-        # Interrupted (Ctrl-C, SIGTERM, a failing callback): the job must not outlive the
-        # archive lock its caller is about to release.
-        _stop(proc)
-        raise
-    if proc.wait() != 0:
-        raise RollupFailed(f"spark job failed (exit {proc.returncode}):\n{stderr[-4000:]}")
+    progress = ProgressFile(progress_path, RollupFailed)
+    # Spark's log (stderr) goes to a file, not a pipe: nothing has to drain it while the job runs.
+    # Its stdout says again, for people, what the progress file holds.
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(  # noqa: S603 - argv built here, no shell
+            command, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=REPO,
+            start_new_session=True,  # a group of its own: _stop ends the JVM and its Python processes together
+        )  # fmt: skip
+        try:
+            while True:
+                ended = proc.poll() is not None  # before reading: the lines of an ended job are all there
+                for site, day, events_read in progress.new_days():
+                    result.days.append((site, day))
+                    result.events += events_read
+                    on_day(site, day)
+                if ended:
+                    break
+                time.sleep(PROGRESS_POLL_S)
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM, a failing callback, a broken progress file): the job
+            # must not outlive the archive lock its caller is about to release.
+            _stop(proc)
+            raise
+        if proc.returncode != 0:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 4000))
+            tail = log.read().decode("utf-8", errors="replace")
+            raise RollupFailed(f"spark job failed (exit {proc.returncode}):\n{tail}")
     return result
 
 
-def _stop(proc: subprocess.Popen[str], grace_s: float = 20) -> None:
+def _stop(proc: subprocess.Popen[bytes], grace_s: float = 20) -> None:
     """End the Spark job: its JVM, and the Python driver and workers it started, which would
     otherwise run on for a while after the JVM is gone."""
     with contextlib.suppress(ProcessLookupError):

@@ -1,6 +1,8 @@
 """The nightly rollup job: archive → exact daily/hourly rollups in MongoDB. Extract, transform, load.
 
-Run through ``manage.py rollup`` (which passes the sites and their time zones), or directly::
+Run through ``manage.py rollup`` (which passes the sites and their time zones), by hand as a
+module (``python -m spark_jobs.rollup --master 'local[2]' …``), or with spark-submit, which
+takes the module's file::
 
     spark-submit --master spark://host:7077 spark_jobs/rollup.py --from 2026-11-01 --to 2026-11-07 \\
         --sites '{"demo": "Europe/Berlin"}' --archive-url file:///data/archive --mongo-db footfall \\
@@ -17,8 +19,10 @@ each site's goals as :meth:`footfall.goals.GoalSpec.to_json` writes them.
 * transform: :func:`spark_jobs.transforms.rollup` (pure DataFrame functions);
 * load: :func:`historical.store.load_day` per site and day (replaces the day's documents).
 
-Days are processed in chunks so a long backfill keeps memory bounded; each finished day is
-reported on stdout as ``progress <site> <day>`` for the caller's progress bar.
+Days are processed in chunks so a long backfill keeps memory bounded. With ``--progress PATH``
+each finished day is appended to ``PATH`` as one JSON line, ``{"site": …, "day": …,
+"events_read": n}`` (:mod:`historical.progress`), for the caller's progress bar and result; people
+running the job by hand read the same on stdout.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +45,7 @@ from pyspark.sql import functions as F
 from archive.reader import read_events
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS, DefinitionError, FunnelSpec, GoalSpec
 from historical.buckets import span_transitions
+from historical.progress import progress_line
 from historical.store import (
     GOAL_SOURCES,
     MONGO_URL_VARIABLE,
@@ -84,6 +89,9 @@ def persisted(local: DataFrame) -> DataFrame:
     local = local.persist(PERSIST)
     local.count()
     return local
+
+
+OnDay = Callable[[str, str, int], None]  # (site, day, events read) of each day loaded
 
 
 def day_range(first: dt.date, last: dt.date) -> list[str]:
@@ -235,10 +243,12 @@ def transform_and_load(
     mongo_db: str,
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
     goals: Mapping[str, Sequence[GoalSpec]] | None = None,
+    on_day: OnDay | None = None,
 ) -> list[tuple[str, str, int]]:
     """Roll up ``days`` for every site of ``site_tz``; return (site, day, events read) per day loaded.
 
-    ``funnels``: each site's funnels (a site left out has none)."""
+    ``funnels``: each site's funnels (a site left out has none). ``on_day`` hears of each day
+    once its documents are loaded."""
     tz_df = spark.createDataFrame(list(site_tz.items()), "site_id STRING, tz STRING")
     changes = zone_changes(set(site_tz.values()), days)
     funnels = {site: list(specs) for site, specs in (funnels or {}).items() if site in site_tz}
@@ -279,7 +289,8 @@ def transform_and_load(
                 )  # fmt: skip
                 load_day(db, documents)
                 loaded.append((site, day, run["events_read"]))
-                print(f"progress {site} {day}", flush=True)
+                if on_day is not None:
+                    on_day(site, day, run["events_read"])
     finally:
         client.close()
     return loaded
@@ -295,14 +306,16 @@ def run(
     mongo_db: str,
     funnels: Mapping[str, Sequence[FunnelSpec]] | None = None,
     goals: Mapping[str, Sequence[GoalSpec]] | None = None,
+    on_day: OnDay | None = None,
 ) -> list[tuple[str, str, int]]:
-    """Extract, transform and load every day of ``[first, last]`` in chunks."""
+    """Extract, transform and load every day of ``[first, last]`` in chunks (``on_day``: as for
+    :func:`transform_and_load`)."""
     days = day_range(first, last)
     loaded = []
     for start in range(0, len(days), CHUNK_DAYS):
         chunk = days[start : start + CHUNK_DAYS]
         events = read_events(spark, archive_url, sorted(site_tz), chunk)
-        loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, funnels, goals)
+        loaded += transform_and_load(spark, events, site_tz, chunk, mongo_url, mongo_db, funnels, goals, on_day)
     return loaded
 
 
@@ -318,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--funnels", default="{}", help='JSON {"site_id": [funnel, ...]} (FunnelSpec.to_json), or @file holding it'
     )
+    parser.add_argument("--progress", type=Path, default=None, help="append a JSON line per day loaded to this file")
     args = parser.parse_args(argv)
     if args.last < args.first:
         parser.error("--to is before --from")
@@ -339,9 +353,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     started = time.monotonic()
+
+    def on_day(site: str, day: str, events_read: int) -> None:
+        print(f"loaded {site} {day}: {events_read} events read", flush=True)
+        if args.progress is not None:
+            # One whole line per write, flushed: the caller reads the file while the job runs.
+            with args.progress.open("a", encoding="utf-8") as out:
+                out.write(progress_line(site, day, events_read))
+
     try:
         loaded = run(spark, args.first, args.last, sites, args.archive_url, mongo_url, args.mongo_db, funnels,
-                     goals)  # fmt: skip
+                     goals, on_day)  # fmt: skip
     finally:
         spark.stop()
     events = sum(n for *_, n in loaded)

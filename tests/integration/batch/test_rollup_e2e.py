@@ -13,10 +13,12 @@ import os
 import random
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import msgspec
@@ -32,6 +34,7 @@ from footfall.goals import GoalSpec
 from footfall.models import Site
 from footfall.vocabulary import MAX_ENGAGED_MS
 from footfall_capture.events import Event, UserAgent
+from historical.progress import ProgressFile
 from historical.rollups import REPO, definitions_file, run_rollup, spark_submit_command, spark_submit_env
 from historical.store import BREAKDOWNS, DAILY, documents
 from tests.integration.batch.command_lines import watched_command_lines
@@ -176,16 +179,19 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
     db[BREAKDOWNS].insert_one(
         {"_id": f"{site}|{days[1]}|page|stale", "site_id": site, "day": days[1], "dimension": "page"}
     )
-    with definitions_file(goals) as goals_path:
+    with definitions_file(goals) as goals_path, tempfile.TemporaryDirectory() as tmp:
+        progress_path = Path(tmp) / "progress.jsonl"
+        command = spark_submit_command(
+            batch_cfg, "local[2]", first, last, {site: TZ}, goals_path=goals_path, progress_path=progress_path
+        )
         proc = subprocess.Popen(
-            spark_submit_command(batch_cfg, "local[2]", first, last, {site: TZ}, goals_path=goals_path),
-            stdout=subprocess.PIPE, text=True, env=spark_submit_env(batch_cfg), cwd=REPO, start_new_session=True,
-        )  # fmt: skip
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("progress"):
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
+            command, stdout=subprocess.DEVNULL, env=spark_submit_env(batch_cfg), cwd=REPO, start_new_session=True
+        )
+        progress = ProgressFile(progress_path)
+        while not progress.new_days():
+            assert proc.poll() is None, f"the job ended (exit {proc.returncode}) before loading a day"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
     run_rollup(batch_cfg, first, last, [site], master=spark_cluster, goals=goals)
     assert documents(db, site, days) == before, "the cluster's re-run after a kill differs from the local run"
