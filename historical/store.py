@@ -68,6 +68,7 @@ from pymongo import ASCENDING, DESCENDING, DeleteMany, ReplaceOne
 from pymongo.database import Database
 from pymongo.errors import PyMongoError
 
+from footfall.ping import Ping
 from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_SOURCE_PREFIX
 from historical.buckets import Bucket, bucket_at, bucket_key, day_buckets
 
@@ -274,29 +275,11 @@ def connect(url: str, name: str) -> tuple[pymongo.MongoClient, Database]:
 ERRORS: tuple[type[Exception], ...] = (PyMongoError,)
 
 
-class MongoPing:
-    """Whether the Mongo-wire server at ``url`` answers, within ``timeout_s``.
-
-    One client for the pinger's life, made on first use (so a process that forks before its
-    first ping inherits none)."""
-
-    def __init__(self, url: str, timeout_s: float) -> None:
-        self.url = url
-        self.timeout_s = timeout_s
-        self._client: pymongo.MongoClient | None = None
-
-    def problem(self) -> str | None:
-        """None when the server answered a ping, else a one-line reason."""
-        if self._client is None:
-            timeout_ms = int(self.timeout_s * 1000)
-            self._client = pymongo.MongoClient(self.url, serverSelectionTimeoutMS=timeout_ms, connect=False)
-        try:
-            self._client.admin.command("ping")
-        except PyMongoError as exc:
-            return f"unreachable: {exc}"
-        return None
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+def mongo_ping(url: str, timeout_s: float) -> Ping[pymongo.MongoClient]:
+    """A :class:`footfall.ping.Ping` of the Mongo-wire server at ``url``, answering within ``timeout_s``."""
+    timeout_ms = int(timeout_s * 1000)
+    return Ping(
+        lambda: pymongo.MongoClient(url, serverSelectionTimeoutMS=timeout_ms, connect=False),
+        lambda client: client.admin.command("ping"),
+        ERRORS,
+    )

@@ -131,8 +131,8 @@ class HealthChecks:
         self._locks = {name: threading.Lock() for name in ("kafka", "redis", "mongo")}
         self._answers: dict[str, tuple[float, str | None]] = {}
         self._kafka: AdminClient | None = None
-        self._redis = counters.RedisPing(cfg.redis_url, CHECK_TIMEOUT_S)
-        self._mongo = mongo.MongoPing(cfg.mongo_url, CHECK_TIMEOUT_S)
+        self._redis = counters.redis_ping(cfg.redis_url, CHECK_TIMEOUT_S)
+        self._mongo = mongo.mongo_ping(cfg.mongo_url, CHECK_TIMEOUT_S)
 
     def status(self) -> dict[str, str | None]:
         """Map each store to None (healthy) or a one-line reason, at most :data:`CHECK_TTL_S` old."""

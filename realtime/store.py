@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import redis
 
+from footfall.ping import Ping
 from footfall.unreadable import skip
 from footfall.vocabulary import VALUE_OTHER
 from footfall_capture.events import Event
@@ -406,30 +407,10 @@ class CounterStore:
 ERRORS: tuple[type[Exception], ...] = (redis.RedisError,)
 
 
-class RedisPing:
-    """Whether the Redis at ``url`` answers, within ``timeout_s``.
-
-    One client for the pinger's life, made on first use (so a process that forks before its
-    first ping inherits none)."""
-
-    def __init__(self, url: str, timeout_s: float) -> None:
-        self.url = url
-        self.timeout_s = timeout_s
-        self._client: redis.Redis | None = None
-
-    def problem(self) -> str | None:
-        """None when the server answered a ping, else a one-line reason."""
-        if self._client is None:
-            self._client = redis.Redis.from_url(
-                self.url, socket_timeout=self.timeout_s, socket_connect_timeout=self.timeout_s
-            )
-        try:
-            self._client.ping()
-        except redis.RedisError as exc:
-            return f"unreachable: {exc}"
-        return None
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+def redis_ping(url: str, timeout_s: float) -> Ping[redis.Redis]:
+    """A :class:`footfall.ping.Ping` of the Redis at ``url``, answering within ``timeout_s``."""
+    return Ping(
+        lambda: redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s),
+        lambda client: client.ping(),
+        ERRORS,
+    )
