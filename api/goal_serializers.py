@@ -15,6 +15,7 @@ Both serializers need ``context={"site": site}``: the site the definition is for
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS
@@ -62,7 +63,7 @@ def _max_length(model: type[models.Model], field: str) -> int | None:
     return model._meta.get_field(field).max_length
 
 
-class _TypeOnly(serializers.Field):
+class _TypeOnly(serializers.Field, metaclass=abc.ABCMeta):
     """Mixin of the fields below: ``check(data)`` gives the value of a field that was sent (not
     null), ``absent()`` the value of one left out or null; no DRF validator runs (see the module)."""
 
@@ -74,8 +75,9 @@ class _TypeOnly(serializers.Field):
             self.fail("required")
         return self.default
 
+    @abc.abstractmethod
     def check(self, data: Any) -> Any:
-        raise NotImplementedError
+        """The value of ``data`` as sent; fails (``self.fail("invalid")``) when it is of the wrong type."""
 
 
 class _TextMixin(_TypeOnly):
