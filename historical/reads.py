@@ -198,11 +198,14 @@ class RollupReads:
 
     def runs(self, site: str, days: int) -> list[dict]:
         """The rollup run records of the newest ``days`` days of ``site``, newest first."""
-        return list(self.db[RUNS].find({"site_id": site}).sort("day", DESCENDING).limit(days))
+        return self._newest(RUNS, site, days)
 
     def drift(self, site: str, days: int) -> list[dict]:
         """The realtime-vs-batch drift records of the newest ``days`` reconciled days of ``site``, newest first."""
-        return list(self.db[RECONCILIATION].find({"site_id": site}).sort("day", DESCENDING).limit(days))
+        return self._newest(RECONCILIATION, site, days)
+
+    def _newest(self, collection: str, site: str, days: int) -> list[dict]:
+        return list(self.db[collection].find({"site_id": site}).sort("day", DESCENDING).limit(days))
 
     def daily(self, site: str, days: Iterable[str]) -> dict[str, dict]:
         days = sorted(set(days))
