@@ -7,7 +7,7 @@ import sys
 
 def main() -> None:
     """Run a management command with Footfall's settings."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "footfall.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "footfall_server.settings")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

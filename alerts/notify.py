@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from celery import current_app
 from django.db import IntegrityError, transaction
 
 from alerts.models import Delivery, Episode
-from footfall.celery_app import app
 
 SEND_TASK = "alerts.tasks.send_delivery"
 
@@ -37,6 +37,6 @@ def episode_changed(episode: Episode, event: Literal["opened", "resolved"]) -> l
 def queue(delivery: Delivery) -> None:
     """Hand ``delivery`` to a Celery worker once the current transaction commits."""
     pk = delivery.pk
-    # Footfall's app by name, not ``current_app``: in a web process (an admin's "send again")
-    # no worker has made it current, and the default app would look for a broker elsewhere.
-    transaction.on_commit(lambda: app.send_task(SEND_TASK, args=[pk]))
+    # By name through the current app: the project package (footfall_server) loads Footfall's
+    # Celery app with the settings, so it is current in web processes too.
+    transaction.on_commit(lambda: current_app.send_task(SEND_TASK, args=[pk]))

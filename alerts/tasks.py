@@ -1,5 +1,5 @@
 """Celery tasks of alerts and reports: thin wrappers around the domain functions (found by
-autodiscovery; periodic ones scheduled in :mod:`footfall.celery_schedule`).
+autodiscovery; periodic ones scheduled in :mod:`footfall_server.celery_schedule`).
 
 ``send_delivery`` is queued by :mod:`alerts.notify` (by name) once an episode's change
 commits; it makes one attempt through :func:`alerts.delivery.send` and, when that asks for

@@ -253,12 +253,13 @@ class CheckRun:
 
 
 class CheckWorker:
-    """A Celery worker of the product (``footfall.celery_app``, the production command) on the stack's broker, in its
-    own session; :meth:`check` sends ``alerts.tasks.check_alerts`` as beat would and waits for it in the log."""
+    """A Celery worker of the product (``footfall_server.celery_app``, the production command) on the stack's
+    broker, in its own session; :meth:`check` sends ``alerts.tasks.check_alerts`` as beat would and waits for it in
+    the log."""
 
     def __init__(self, env: dict[str, str], broker_url: str, log_file: Path) -> None:
         self.env, self.log_file = env, log_file
-        self.argv = [PYTHON, "-m", "celery", "-A", "footfall.celery_app", "worker", "--loglevel", "INFO",
+        self.argv = [PYTHON, "-m", "celery", "-A", "footfall_server.celery_app", "worker", "--loglevel", "INFO",
                      "--hostname", f"api-bench-{secrets.token_hex(3)}@%h"]  # fmt: skip
         self.app = celery.Celery("api-bench", broker=broker_url, set_as_current=False)
         self.proc: subprocess.Popen[bytes] | None = None
@@ -419,7 +420,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     # The site, its API keys, goals and funnel first: the settled documents name the goals' and funnel's ids.
     workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="ff-apibench-")))
     # Mail to files in the workdir: the checks' email channel sends nothing out of the machine.
-    server_env = harness.server_env(env, workdir, "footfall.settings", FOOTFALL_API_RATE_PER_MINUTE="1000000",
+    server_env = harness.server_env(env, workdir, "footfall_server.settings", FOOTFALL_API_RATE_PER_MINUTE="1000000",
                                     EMAIL_URL=f"file://{workdir / 'mail'}")  # fmt: skip
     manage(server_env, "migrate", "--noinput", "-v", "0")
     manage(server_env, "create_site", site, "--domain", "bench.example", "--timezone", TZ)

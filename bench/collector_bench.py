@@ -360,7 +360,7 @@ def child(requests: int, rounds: int, out: Path) -> None:
     from django.conf import settings
     from django.core.handlers.wsgi import WSGIHandler
 
-    b = WSGIHandler()  # reads settings.MIDDLEWARE now, as footfall.wsgi builds it
+    b = WSGIHandler()  # reads settings.MIDDLEWARE now, as footfall_server.wsgi builds it
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if not m.endswith("ClickstreamMiddleware")]
     a, marks = WSGIHandler(), Watermarks(os.environ)
     targets, delivered = queue.SimpleQueue[int](), threading.Event()

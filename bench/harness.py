@@ -93,7 +93,7 @@ def server_env(env: Mapping[str, str], workdir: Path, settings: str, **extra: st
 
 
 class Server:
-    """One gunicorn serving ``footfall.wsgi``; stop() ends its whole process group."""
+    """One gunicorn serving ``footfall_server.wsgi``; stop() ends its whole process group."""
 
     def __init__(self, name: str, env: Mapping[str, str], log_file: Path, keep_alive: int = 5, timeout: int = 60,
                  cpus: frozenset[int] | None = None) -> None:  # fmt: skip
@@ -106,7 +106,7 @@ class Server:
         # measure TCP set-up); a few threads overlap the short waits (Redis, SQLite) as in production.
         self.args = ["--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keep-alive", str(keep_alive),
                      "--timeout", str(timeout), "--graceful-timeout", "15", "--log-level", "warning"]  # fmt: skip
-        self.argv = [PYTHON, "-m", "gunicorn", "footfall.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
+        self.argv = [PYTHON, "-m", "gunicorn", "footfall_server.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
         self.argv += self.args
         self.proc: subprocess.Popen[bytes] | None = None
 

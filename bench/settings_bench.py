@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from footfall.settings import *  # noqa: F403 - the project's settings, unchanged
-from footfall.settings import FOOTFALL, MIDDLEWARE
+from footfall_server.settings import *  # noqa: F403 - the project's settings, unchanged
+from footfall_server.settings import FOOTFALL, MIDDLEWARE
 
 ROOT_URLCONF = "bench.urls"
 

@@ -21,7 +21,7 @@ from bench.harness import PYTHON, REPO, BenchError
 # everything it imports); prints where every loaded module came from and the command's option defaults.
 PROBE = """
 import json, os, sys
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "footfall.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "footfall_server.settings")
 import django
 django.setup()
 from django.core.management import load_command_class

@@ -23,5 +23,5 @@ def page(request: HttpRequest) -> HttpResponse:  # about 2 KB of HTML, rendered 
 urlpatterns = [
     path("bench/page", page, name="bench-page"),
     path("bench/empty", lambda request: HttpResponse(status=204), name="bench-empty"),
-    path("", include("footfall.urls")),
+    path("", include("footfall_server.urls")),
 ]

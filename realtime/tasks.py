@@ -1,4 +1,4 @@
-"""Celery tasks of the speed layer (found by autodiscovery; scheduled in :mod:`footfall.celery_schedule`)."""
+"""Celery tasks of the speed layer (found by autodiscovery; scheduled in :mod:`footfall_server.celery_schedule`)."""
 
 from __future__ import annotations
 

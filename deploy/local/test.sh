@@ -62,7 +62,7 @@ export FOOTFALL_SPARK_SHUFFLE_PARTITIONS=${FOOTFALL_SPARK_SHUFFLE_PARTITIONS:-4}
 "$py" -m ruff format --check .
 # The architecture's import contracts (pyproject.toml [tool.importlinter]) and repeated code.
 "$venv/bin/lint-imports"
-"$py" -m pylint --score=n footfall collector realtime historical archive spark_jobs query api dashboard alerts \
+"$py" -m pylint --score=n footfall footfall_server collector realtime historical archive spark_jobs query api dashboard alerts \
   host/footfall_capture deploy
 "$py" manage.py check
 # The static files WhiteNoise serves to the tests' live servers (admin, Swagger UI).

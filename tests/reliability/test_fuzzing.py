@@ -41,13 +41,13 @@ from collector.ingest import Ingestor
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.models import Site
-from footfall.wsgi import application
 from footfall_capture.enrich.pipeline import Drop, SiteContext, enrich
 from footfall_capture.enrich.steps import DEFAULT_STEPS
 from footfall_capture.events import INVALID_REASONS, MAX_EVENT_BYTES, Event, InvalidEvent, decode, encode, to_builtins
 from footfall_capture.kafka import producer_config
 from footfall_capture.sink import KafkaSink
 from footfall_capture.spool import Spool
+from footfall_server.wsgi import application
 from realtime.consumer import MAX_FUTURE_SKEW_MS, build_processor
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore

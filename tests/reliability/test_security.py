@@ -79,7 +79,7 @@ def check_deploy(tmp_path: Path) -> subprocess.CompletedProcess[str]:
         "ALLOWED_HOSTS": "analytics.example.com",
         "FOOTFALL_TRUSTED_PROXIES": "1",  # production sits behind one TLS proxy
         "FOOTFALL_DATA_DIR": str(tmp_path / "prod"),
-        "DJANGO_SETTINGS_MODULE": "footfall.settings",
+        "DJANGO_SETTINGS_MODULE": "footfall_server.settings",
     }
     argv = [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"]
     return subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -124,7 +124,7 @@ def stack(cfg: Config, rt_topic: str, tmp_path: Path) -> Iterator[Stack]:  # noq
     for argv in (["migrate", "--noinput", "-v", "0"], ["create_site", soak.site, "--domain", "example.com"]):
         subprocess.run([sys.executable, "manage.py", *argv], env=env, cwd=REPO, check=True, capture_output=True)
     argvs = {
-        "web": [sys.executable, "-m", "gunicorn", "footfall.wsgi", "--bind", f"127.0.0.1:{soak.port}",
+        "web": [sys.executable, "-m", "gunicorn", "footfall_server.wsgi", "--bind", f"127.0.0.1:{soak.port}",
                 "--workers", "2", "--threads", "4"],
         "realtime": [sys.executable, "manage.py", "run_realtime", "--topic", rt_topic, "--group", soak.group,
                      "--recent-ids", str(RECENT_IDS)],

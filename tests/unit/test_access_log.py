@@ -1,5 +1,5 @@
 """The web server's access log, as the local stack's supervisord.conf runs gunicorn (with the
-settings Footfall ships, ``footfall.gunicorn_config``), leaves the client's address out."""
+settings Footfall ships, ``footfall_server.gunicorn_config``), leaves the client's address out."""
 
 from __future__ import annotations
 
@@ -60,4 +60,4 @@ def test_the_stacks_access_log_has_no_client_address(monkeypatch: pytest.MonkeyP
 
 def test_gunicorns_default_format_would_log_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """The check above can fail: gunicorn's own format writes the address."""
-    assert CLIENT in access_line(["--access-logfile", "-", "footfall.wsgi"], monkeypatch)
+    assert CLIENT in access_line(["--access-logfile", "-", "footfall_server.wsgi"], monkeypatch)

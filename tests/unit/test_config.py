@@ -190,7 +190,7 @@ def test_settings_import_creates_nothing(tmp_path: Path) -> None:
             **LOCAL,
             "PATH": "/usr/bin:/bin",
             "FOOTFALL_DATA_DIR": str(data),
-            "DJANGO_SETTINGS_MODULE": "footfall.settings",
+            "DJANGO_SETTINGS_MODULE": "footfall_server.settings",
         },
         capture_output=True,
         text=True,

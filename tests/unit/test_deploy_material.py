@@ -53,8 +53,8 @@ _READ_PATTERNS = (
     re.compile(r"""\(\s*env\s*,\s*["']([A-Z][A-Z0-9_]+)["']"""),
 )
 # The server's packages (pyproject.toml's [tool.setuptools.packages.find]).
-SERVER_PACKAGES = ("footfall", "collector", "realtime", "historical", "archive", "spark_jobs", "query", "api",
-                   "dashboard")  # fmt: skip
+SERVER_PACKAGES = ("footfall", "footfall_server", "collector", "realtime", "historical", "archive", "spark_jobs",
+                   "query", "api", "dashboard")  # fmt: skip
 
 
 def app_settings() -> set[str]:

@@ -23,7 +23,7 @@ def test_old_label_database_migrates_keeping_its_rows(tmp_path: Path) -> None:
             db.execute(statement, {"key_prefix": key.prefix, "key_hash": key.digest,
                                    "link_prefix": link.prefix, "link_hash": link.digest})  # fmt: skip
 
-    manage("migrate", "-v0", env={**env, "DJANGO_SETTINGS_MODULE": "footfall.settings"})
+    manage("migrate", "-v0", env={**env, "DJANGO_SETTINGS_MODULE": "footfall_server.settings"})
 
     found = read_back(key.token, link.token, env=env)
     assert found["sites"] == ["old-site"]

@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("footfall", "api", "collector", "realtime", "historical", "dashboard", "spark_jobs")
+PACKAGES = ("footfall", "footfall_server", "api", "collector", "realtime", "historical", "dashboard", "spark_jobs")
 
 
 def test_every_data_file_of_the_server_packages_is_package_data() -> None:

@@ -30,8 +30,8 @@ from celery.signals import task_postrun
 from django.test import Client
 
 from alerts.models import SPIKE, WEBHOOK, AlertRule, Channel, Episode
-from footfall.celery_app import app
 from footfall.models import Site
+from footfall_server.celery_app import app
 from tests.integration.api.conftest import SiteKey, make_site, other_site_key, site_key  # noqa: F401 - fixtures
 from tests.ports import free_port
 

@@ -11,7 +11,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from alerts.models import AlertRule, Channel, Episode
-from footfall.wsgi import application
+from footfall_server.wsgi import application
 from tests.integration.api.conftest import SiteKey
 from tests.integration.api.test_schemathesis import CHECKS, EXAMPLES, unlimited  # noqa: F401 - a fixture
 

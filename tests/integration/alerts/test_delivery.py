@@ -12,7 +12,7 @@ import pytest
 from alerts.delivery import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from alerts.models import EMAIL, Channel, Delivery
 from alerts.notify import episode_changed
-from footfall.celery_app import app
+from footfall_server.celery_app import app
 from tests.integration.alerts.conftest import make_episode, spike_details, webhook_channel
 from tests.ports import free_port
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 
 from footfall.config import Config
-from footfall.wsgi import application
+from footfall_server.wsgi import application
 from tests.integration.api.conftest import SiteKey
 
 EXAMPLES = int(os.environ.get("FOOTFALL_FUZZ_EXAMPLES", "25"))

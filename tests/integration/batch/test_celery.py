@@ -117,7 +117,7 @@ def worker(cfg: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wo
     queue = f"test-celery-{run}"
     log_file = home / "worker.log"
     argv = [
-        sys.executable, "-m", "celery", "-A", "footfall.celery_app", "worker", "--loglevel", "INFO",
+        sys.executable, "-m", "celery", "-A", "footfall_server.celery_app", "worker", "--loglevel", "INFO",
         "--queues", queue, "--concurrency", "1", "--hostname", f"test-{run}@%h", "--without-mingle",
         "--without-gossip",
     ]  # fmt: skip
@@ -236,7 +236,7 @@ def test_failed_rollup_is_retried_once_per_failure_then_reported(worker: Worker)
 
 
 def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
-    from footfall.celery_app import app
+    from footfall_server.celery_app import app
 
     app.loader.import_default_modules()  # what a worker does at start: every app's tasks module
     schedule = app.conf.beat_schedule

@@ -69,7 +69,7 @@ def server(cfg: Config, wheels: Wheels, tmp_path_factory: pytest.TempPathFactory
     env = {
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
         "HOME": str(home),
-        "DJANGO_SETTINGS_MODULE": "footfall.settings",
+        "DJANGO_SETTINGS_MODULE": "footfall_server.settings",
         "FOOTFALL_ENV": "production",
         "SECRET_KEY": "wheel-test-" + "k" * 60,
         "ALLOWED_HOSTS": "127.0.0.1",
@@ -90,7 +90,7 @@ def server(cfg: Config, wheels: Wheels, tmp_path_factory: pytest.TempPathFactory
     port = free_port()
     log = (root / "gunicorn.log").open("w")
     proc = subprocess.Popen(
-        [str(venv / "bin" / "gunicorn"), "footfall.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+        [str(venv / "bin" / "gunicorn"), "footfall_server.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
          "--threads", "4"],
         env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip

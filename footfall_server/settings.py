@@ -12,8 +12,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from footfall.celery_schedule import SCHEDULE
 from footfall.config import ConfigError, load_config
+from footfall_server.celery_schedule import SCHEDULE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # A checkout keeps its local data in ./var; an installed package (no manage.py beside it)
@@ -66,13 +66,13 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "footfall.urls"
+ROOT_URLCONF = "footfall_server.urls"
 # The dashboard lives behind Django's login (dashboard/views.py forwards to the Dash app).
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "/dashboard/"
 LOGOUT_REDIRECT_URL = "dashboard:login"
-WSGI_APPLICATION = "footfall.wsgi.application"
-ASGI_APPLICATION = "footfall.asgi.application"
+WSGI_APPLICATION = "footfall_server.wsgi.application"
+ASGI_APPLICATION = "footfall_server.asgi.application"
 
 TEMPLATES = [
     {
@@ -163,7 +163,7 @@ CACHES = {
     }
 }
 
-# Celery reads every CELERY_* name below (see footfall/celery_app.py).
+# Celery reads every CELERY_* name below (see footfall_server/celery_app.py).
 CELERY_BROKER_URL = FOOTFALL.celery_broker_url
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True

@@ -1,4 +1,4 @@
-"""Gunicorn settings Footfall ships: ``gunicorn -c python:footfall.gunicorn_config footfall.wsgi``.
+"""Gunicorn settings Footfall ships: ``gunicorn -c python:footfall_server.gunicorn_config footfall_server.wsgi``.
 
 The access log leaves the client's address out (no ``%(h)s``, no forwarded-for header):
 Footfall stores no raw IP anywhere, its logs included. The rest is gunicorn's combined
