@@ -21,10 +21,28 @@ export FOOTFALL_MONGO_PORT=${FOOTFALL_TEST_MONGO_PORT:-27117}
 export FOOTFALL_WEB_PORT=${FOOTFALL_TEST_WEB_PORT:-28000}
 export FOOTFALL_MINIO_PORT=${FOOTFALL_TEST_MINIO_PORT:-29000}
 
+# The whole run's integration tests are two pytest sessions side by side, each on a stack of its
+# own: the fault scenarios kill and restart their stack's services, so they, with the other tests
+# that bring servers of their own (the Kafka cluster, S3, fresh virtualenvs), run on a second
+# stack, on ports 100 above the first's. The two halves take about as long (docs/testing.md).
+SECOND_STACK_TESTS=(tests/reliability tests/integration/cluster tests/integration/archive_s3 tests/integration/packaging)
+second_dir="$FOOTFALL_STATE_DIR/second-stack"
+on_second_stack() {
+  ( export FOOTFALL_STATE_DIR="$second_dir" FOOTFALL_KAFKA_PORT=$((FOOTFALL_KAFKA_PORT + 100)) \
+      FOOTFALL_REDIS_PORT=$((FOOTFALL_REDIS_PORT + 100)) FOOTFALL_REDIS_SHARDS_PORT=$((FOOTFALL_REDIS_SHARDS_PORT + 100)) \
+      FOOTFALL_MONGO_PORT=$((FOOTFALL_MONGO_PORT + 100)) FOOTFALL_WEB_PORT=$((FOOTFALL_WEB_PORT + 100)) \
+      FOOTFALL_MINIO_PORT=$((FOOTFALL_MINIO_PORT + 100))
+    eval "$("$py" -m deploy.local.stack env)"
+    "$@" )
+}
+
 cleanup() {
   status=$?
   # A start still running in the background (a check failed early) ends before the stop.
   [ -z "${services:-}" ] || { pkill -P "$services" 2>/dev/null; kill "$services" 2>/dev/null; wait "$services" 2>/dev/null; } || true
+  # So does the second half of the tests (the run was interrupted).
+  [ -z "${second:-}" ] || { pkill -P "$second" 2>/dev/null; kill "$second" 2>/dev/null; wait "$second" 2>/dev/null; } || true
+  [ ! -d "$second_dir" ] || on_second_stack "$py" -m deploy.local.stack stop || status=1
   "$py" -m deploy.local.stack stop || status=1
   [ -n "${FOOTFALL_TEST_STATE_DIR:-}" ] || rm -rf "$FOOTFALL_STATE_DIR"
   exit $status
@@ -41,6 +59,7 @@ services_log="$FOOTFALL_STATE_DIR/services.log"
 install=${FOOTFALL_TEST_INSTALL-spark-cluster minio}
 # shellcheck disable=SC2086 # lists of service names
 ( "$py" -m deploy.local.stack start ${FOOTFALL_TEST_SERVICES:-redis redis-shards mongo kafka spark chromium} \
+  && { [ "$#" -gt 0 ] || on_second_stack "$py" -m deploy.local.stack start redis redis-shards mongo kafka; } \
   && { [ -z "$install" ] || "$py" -m deploy.local.stack install $install; } ) >"$services_log" 2>&1 &
 services=$!
 services_ready() {
@@ -79,7 +98,19 @@ fi
 pure=0
 "$py" -m pytest -m "not integration" -n 2 || pure=$?
 services_ready
-integration=0
-"$py" -m pytest -m integration || integration=$?
-echo "pure tests: exit $pure; integration tests: exit $integration; $(( $(date +%s) - started ))s in all"
-[ "$pure" -eq 0 ] && [ "$integration" -eq 0 ]
+# The second stack's half runs in the background, its output kept for after the first half's.
+second_log="$FOOTFALL_STATE_DIR/second-stack-tests.log"
+on_second_stack "$py" -m pytest -m integration --basetemp "$second_dir/pytest" "${SECOND_STACK_TESTS[@]}" \
+  >"$second_log" 2>&1 &
+second=$!
+first=0
+ignore=()
+for path in "${SECOND_STACK_TESTS[@]}"; do ignore+=(--ignore "$path"); done
+"$py" -m pytest -m integration "${ignore[@]}" || first=$?
+echo "integration tests on the first stack: exit $first; the second stack's tests:"
+wait "$second" || second_status=$?
+second=""
+cat "$second_log"
+echo "pure tests: exit $pure; integration tests: exit $first on the first stack, exit ${second_status:-0} on the" \
+  "second; $(( $(date +%s) - started ))s in all"
+[ "$pure" -eq 0 ] && [ "$first" -eq 0 ] && [ "${second_status:-0}" -eq 0 ]
