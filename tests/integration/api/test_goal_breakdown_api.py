@@ -1,9 +1,10 @@
-"""A breakdown filtered by goal through the API: settled days summed from the rollup's attribution
-rows, the unsettled part reported missing, and clear errors for what cannot be answered."""
+"""A breakdown filtered by goal through the API over the rollup's attribution rows in Mongo: settled
+days summed, days rolled up before the goal or the attribution named, and clear errors for what
+cannot be answered. (That the unsettled part is missing, never estimated, is a merge rule:
+tests/unit/query/test_merge_events.py.)"""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator
 
 import pytest
@@ -112,17 +113,6 @@ def test_days_rolled_up_before_the_goal_or_the_attribution_are_named(client: Cli
     assert body["results"] == [{"value": "google.com", "visitors": 2, "conversions": 3, "conversion_rate": 0.25}]
     notes = " ".join(body["sources"]["notes"])
     assert f"goal {signup.pk} (Signup): 3 settled day(s) from 2026-10-01 to 2026-10-03" in notes
-
-
-def test_the_unsettled_part_is_missing_never_estimated(client: Client, utc_key: SiteKey, mongo: Database) -> None:
-    """Today lies in the realtime window, but the speed layer cannot attribute: missing, with a note."""
-    signup = Goal.objects.create(site=utc_key.site, name="Signup", kind="event", event="signup")
-    today = dt.datetime.now(dt.UTC).date().isoformat()
-    body = utc_key.get(client, "breakdown/countries", goal=signup.pk, **{"from": today}).json()
-    assert body["results"] == []
-    assert body["sources"]["realtime"]["buckets"] == 0
-    assert body["sources"]["missing"]["buckets"] >= 1
-    assert any("nightly rollup only" in n for n in body["sources"]["notes"])
 
 
 def test_what_cannot_be_answered_is_refused_clearly(client: Client, utc_key: SiteKey,
