@@ -17,7 +17,7 @@ from tests.integration.security.secure_broker import SecureBroker, secure_port
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
     """The SASL_SSL broker, started once for these tests and stopped after them."""
     secure = SecureBroker(tmp_path_factory.mktemp("secure-kafka"), secure_port(os.environ))
