@@ -29,6 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from deploy.local.services import StackConfig
 from footfall.config import Config
@@ -90,13 +92,28 @@ def restart_losing_last_second(
     current, written = aof_tail(data)
     assert current == path, f"{program} started rewriting its AOF at the kill: cutting {path.name} loses more"
     os.truncate(path, cut)
+    # The shard's record as it came back, read the moment it answers: the workers, retrying their
+    # steps, write to it again soon after (on a busy machine, before `stack start` returns).
+    # A client of its own that does not retry (redis-py's default backs off for seconds).
+    client = redis.Redis.from_url(shard_urls().split(",")[shard], retry=Retry(NoBackoff(), 0))
+    lost = CounterStore([client], store.layout)
+    came_back: list[int] = []
+    deadline = time.monotonic() + 300
+
+    def first_answer() -> None:
+        while not came_back and time.monotonic() < deadline:
+            try:
+                came_back.append(shard_records(lost, group, topic)[0])
+            except redis.RedisError:  # refused while down, LOADING while it reads its AOF
+                time.sleep(0.002)
+
+    reader = threading.Thread(target=first_answer)
+    reader.start()
     stack("start", "redis-shards")
-    return {
-        "counted": counted / total,
-        "cut_bytes": written - cut,
-        "at_kill": at_kill,
-        "after": shard_records(store, group, topic)[shard],
-    }
+    reader.join()
+    client.close()
+    assert came_back, f"{program} did not answer after its restart"
+    return {"counted": counted / total, "cut_bytes": written - cut, "at_kill": at_kill, "after": came_back[0]}
 
 
 def one_redis(cfg: Config, store: CounterStore, events: list[Event], now_ms: int) -> CounterStore:
