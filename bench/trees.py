@@ -21,7 +21,6 @@ from bench.harness import PYTHON, REPO, BenchError
 # everything it imports); prints where every loaded module came from and the command's option defaults.
 PROBE = """
 import json, os, sys
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "footfall_server.settings")
 import django
 django.setup()
 from django.core.management import load_command_class
@@ -86,11 +85,20 @@ class Tree:
         size = self.defaults.get("batch_size")
         return int(size) if isinstance(size, int) and size > 0 else None
 
+    @property
+    def settings_module(self) -> str:
+        """The tree's Django settings: ``footfall_server.settings``, or ``footfall.settings`` in a tree from
+        before the project package (2026-11-28), such as the realtime bench's baseline."""
+        project = "footfall_server" if (self.root / "footfall_server" / "settings.py").is_file() else "footfall"
+        return f"{project}.settings"
+
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
-        """``base`` with this tree's ``host/`` and root first on the import path, ahead of editable installs."""
+        """``base`` with this tree's ``host/`` and root first on the import path, ahead of editable installs, and
+        this tree's settings."""
         paths = [str(p) for p in (self.root / "host", self.root) if p.is_dir()]
         rest = [p for p in base.get("PYTHONPATH", "").split(os.pathsep) if p]
-        return {**base, "PYTHONPATH": os.pathsep.join(paths + rest), "PYTHONUNBUFFERED": "1"}
+        return {**base, "PYTHONPATH": os.pathsep.join(paths + rest), "PYTHONUNBUFFERED": "1",
+                "DJANGO_SETTINGS_MODULE": self.settings_module}  # fmt: skip
 
     def verify(self, base: Mapping[str, str], others: Iterable[Path], app: str, command: str) -> None:
         """Fail unless ``manage.py command`` of this tree imports nothing from the ``others`` checkouts; keep the

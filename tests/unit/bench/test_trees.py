@@ -32,6 +32,15 @@ def test_a_tree_puts_its_host_and_root_first_on_the_import_path(tmp_path: Path) 
     assert Tree("old", tmp_path / "none", "abc").env({})["PYTHONPATH"] == ""
 
 
+def test_a_tree_runs_with_its_own_settings(tmp_path: Path) -> None:
+    """The realtime bench's baseline predates the project package: each tree names its own settings."""
+    assert Tree("old", tmp_path, "abc").env({"DJANGO_SETTINGS_MODULE": "x"})["DJANGO_SETTINGS_MODULE"] == (
+        "footfall.settings")  # fmt: skip
+    (tmp_path / "footfall_server").mkdir()
+    (tmp_path / "footfall_server" / "settings.py").write_text("")
+    assert Tree("new", tmp_path, "abc").env({})["DJANGO_SETTINGS_MODULE"] == "footfall_server.settings"
+
+
 def test_batch_size_only_from_a_positive_integer_default() -> None:
     assert Tree("new", Path("/"), "abc", defaults={"batch_size": 5000}).batch_size == 5000
     assert Tree("new", Path("/"), "abc", defaults={}).batch_size is None
