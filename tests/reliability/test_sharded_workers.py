@@ -98,16 +98,17 @@ def restart_losing_last_second(
     client = redis.Redis.from_url(shard_urls().split(",")[shard], retry=Retry(NoBackoff(), 0))
     lost = CounterStore([client], store.layout)
     came_back: list[int] = []
-    deadline = time.monotonic() + 300
 
-    def first_answer() -> None:
-        while not came_back and time.monotonic() < deadline:
-            try:
-                came_back.append(shard_records(lost, group, topic)[0])
-            except redis.RedisError:  # refused while down, LOADING while it reads its AOF
-                time.sleep(0.002)
+    def answered() -> bool:
+        try:
+            came_back.append(shard_records(lost, group, topic)[0])
+        except redis.RedisError:  # refused while down, LOADING while it reads its AOF
+            return False
+        return True
 
-    reader = threading.Thread(target=first_answer)
+    # A daemon: a start that fails must not leave the run waiting on the poll.
+    reader = threading.Thread(target=wait_for, args=(answered, 300, f"{program} answering"), kwargs={"every": 0.002},
+                              daemon=True)  # fmt: skip
     reader.start()
     stack("start", "redis-shards")
     reader.join()
