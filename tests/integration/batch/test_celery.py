@@ -74,6 +74,19 @@ class Worker:
     def log(self) -> str:
         return self.log_file.read_text(errors="replace")
 
+    def log_once(self, line: str, timeout_s: float = 30) -> str:
+        """The worker's log once it holds ``line``.
+
+        Celery logs a task's outcome after the task returns, so after the task's own
+        ``job_runs`` record is written: a log read right after that record may miss it.
+        """
+        deadline = time.monotonic() + timeout_s
+        while line not in (log := self.log()):
+            if time.monotonic() > deadline:
+                pytest.fail(f"the worker never logged {line!r}:\n{log[-4000:]}")
+            time.sleep(0.1)
+        return log
+
     def archive(self, site: str, events: list[Event]) -> None:
         """Write ``events`` to the archive as the archiver does (one file per partition)."""
         rows = [ArchiveRow(partition_path(site, e.ts), to_row(e, encode(e), 0, i)) for i, e in enumerate(events)]
@@ -202,9 +215,8 @@ def test_rollup_of_a_day_end_to_end_through_the_worker_retrying_a_transient_fail
     daily = worker.db[DAILY].find_one({"_id": f"{site}|{day}"})
     assert {k: daily[k] for k in ("pageviews", "visitors")} == expected(events)
     assert worker.db[RUNS].find_one({"_id": f"{site}|{day}"})["status"] == "complete"
-    log = worker.log()
+    log = worker.log_once(f"Task {ROLLUP}[{task_id}] succeeded")
     assert log.count(f"Task {ROLLUP}[{task_id}] received") == 2
-    assert f"Task {ROLLUP}[{task_id}] succeeded" in log
 
 
 def test_failed_rollup_is_retried_once_per_failure_then_reported(worker: Worker) -> None:
@@ -223,11 +235,10 @@ def test_failed_rollup_is_retried_once_per_failure_then_reported(worker: Worker)
         assert "is not a Parquet file" in r["detail"]["error"], r
     time.sleep(3)  # three times the retry delay: nothing runs a third time
     assert len(worker.runs(task_id)) == 2
-    log = worker.log()
+    log = worker.log_once(f"Task {ROLLUP}[{task_id}] raised unexpected: RollupFailed")
     assert log.count(f"Task {ROLLUP}[{task_id}] received") == 2, "one delivery and exactly one retry"
     assert log.count(f"Task {ROLLUP}[{task_id}] retry: Retry in 1s") == 1
     assert f"rollup {day}..{day} failed (attempt 2, no retries left)" in log
-    assert f"Task {ROLLUP}[{task_id}] raised unexpected: RollupFailed" in log
     # Nothing half-written: the day is exactly as the earlier night left it, watermark included.
     assert documents(worker.db, site, [day.isoformat()]) == before
     assert worker.db[RUNS].find_one({"_id": f"{site}|{day}"})["finished_at"] == "earlier"
