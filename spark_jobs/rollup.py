@@ -55,7 +55,7 @@ from historical.store import (
     hour_document,
     load_day,
 )
-from spark_jobs.transforms import BREAKDOWN_EXTRAS, localize, localized, rollup_localized
+from spark_jobs.transforms import BREAKDOWN_EXTRAS, COPIES, localized, rollup_localized
 
 CHUNK_DAYS = 7
 # The job's Spark SQL settings, whoever starts its session (spark-submit here, the rollup bench).
@@ -253,11 +253,11 @@ def transform_and_load(
     changes = zone_changes(set(site_tz.values()), days)
     funnels = {site: list(specs) for site, specs in (funnels or {}).items() if site in site_tz}
     goals = goals or {}
-    # Rows read per local day before dedup: the run record says what the figures came from. Two
-    # columns of the archive: this scan costs little beside the one of every column localized reads.
-    stamps = events.select("site_id", "ts")
-    read = localize(stamps, tz_df, changes).where(F.col("day").isin(list(days))).groupBy("site_id", "day").count()
     local = persisted(localized(events, tz_df, changes))
+    # Rows read per local day before dedup (the run record says what the figures came from): each
+    # kept event counts its copies, which share its time, so the archive is scanned once.
+    in_days = local.where(F.col("day").isin(list(days)))
+    read = in_days.groupBy("site_id", "day").agg(F.sum(COPIES).alias("count"))
     try:
         rows = collect_rows(rollup_localized(local, list(days), funnels=funnels, goals=goals), read, site_tz)
     finally:

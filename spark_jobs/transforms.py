@@ -77,18 +77,25 @@ _MICROS_PER_DAY = 24 * _MICROS_PER_HOUR
 _is_bot, _human, _ref = is_bot, human, ref_label
 
 
-def dedupe(events: DataFrame) -> DataFrame:
+def dedupe(events: DataFrame, copies: str | None = None) -> DataFrame:
     """One row per ``(site_id, event_id)``: the copy received first.
 
     Ties on ``received_at`` go to the lowest ``kafka_partition``, then ``kafka_offset``, so
-    the choice never depends on file or partition order. Output: the input's columns.
+    the choice never depends on file or partition order. Output: the input's columns, and with
+    ``copies`` a column of that name (LONG): how many rows of the input the event had.
     """
     first = Window.partitionBy("site_id", "event_id").orderBy(
         F.col("received_at").asc_nulls_last(),
         F.col("kafka_partition").asc_nulls_last(),
         F.col("kafka_offset").asc_nulls_last(),
     )
-    return events.withColumn("_rank", F.row_number().over(first)).where(F.col("_rank") == 1).drop("_rank")
+    ranked = events.withColumn("_rank", F.row_number().over(first))
+    if copies is not None:
+        # The same window, whole: counted where the copies already are, with no shuffle of its own.
+        ranked = ranked.withColumn(
+            copies, F.count("*").over(first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
+        )
+    return ranked.where(F.col("_rank") == 1).drop("_rank")
 
 
 def localize(events: DataFrame, site_tz: DataFrame, transitions: Sequence[tuple[str, int]]) -> DataFrame:
@@ -452,14 +459,18 @@ ROLLUP_COLUMNS = ("site_id", "event_id", "type", "ts", "received_at", "kafka_par
                   "utm_campaign", "country", "ua_browser", "ua_os", "ua_device", "props")  # fmt: skip
 
 
+COPIES = "_copies"  # localized()'s column: the rows of the event read, the one kept included
+
+
 def localized(events: DataFrame, site_tz: DataFrame, transitions: Sequence[tuple[str, int]]) -> DataFrame:
     """The rows every output of :func:`rollup` starts from: :func:`localize` of :func:`dedupe` of the
-    :data:`ROLLUP_COLUMNS` of ``events``, with ``_alone`` (:data:`spark_jobs.columns.VISITOR`),
-    partitioned by visitor and in time order within each (:func:`by_visitor`).
+    :data:`ROLLUP_COLUMNS` of ``events``, with ``_alone`` (:data:`spark_jobs.columns.VISITOR`) and
+    :data:`COPIES` (the event's rows in ``events``), partitioned by visitor and in time order within
+    each (:func:`by_visitor`).
 
     A caller that persists them spares each output the archive read and the dedupe shuffle, and
     the outputs' per-visitor windows and groups their own shuffle and sort."""
-    local = localize(dedupe(events.select(*ROLLUP_COLUMNS)), site_tz, transitions)
+    local = localize(dedupe(events.select(*ROLLUP_COLUMNS), copies=COPIES), site_tz, transitions)
     return by_visitor(local.drop("local_ts", "local_hour"))
 
 

@@ -102,6 +102,26 @@ def test_dedupe_keeps_earliest_received_copy(make_events):
     )
 
 
+def test_dedupe_counts_every_copy_of_the_event_it_keeps(make_events):
+    """With ``copies``, the kept row says how many rows of the input the event had (the rows read)."""
+    events = make_events(
+        {"event_id": "e1", "ts": at(10), "kafka_partition": 0, "kafka_offset": 10},
+        {"event_id": "e1", "ts": at(10), "kafka_partition": 3, "kafka_offset": 7},
+        {"event_id": "e1", "ts": at(10), "kafka_partition": 1, "kafka_offset": 2},
+        {"event_id": "e2", "ts": at(11), "kafka_partition": 0, "kafka_offset": 1},
+        {"event_id": "e1", "site_id": "t", "ts": at(12), "kafka_partition": 2, "kafka_offset": 5},
+    )
+    got = dedupe(events, copies="n")
+    assert got.columns == [*events.columns, "n"]
+    assertDataFrameEqual(
+        got.select("site_id", "event_id", "kafka_partition", "n"),
+        events.sparkSession.createDataFrame(
+            [("s", "e1", 0, 3), ("s", "e2", 0, 1), ("t", "e1", 2, 1)],
+            "site_id STRING, event_id STRING, kafka_partition INT, n BIGINT",
+        ),
+    )
+
+
 def test_dedupe_breaks_ties_by_partition_then_offset(make_events):
     """Copies received at the same moment: the lowest Kafka partition wins, then the lowest offset."""
     events = make_events(
