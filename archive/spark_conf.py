@@ -1,4 +1,5 @@
-"""Spark's settings to read the archive, and how they reach spark-submit without a command line.
+"""Spark's settings of the rollup: its JVMs' options, what reading the archive needs, and how
+secret settings reach spark-submit without a command line.
 
 An ``s3://`` or ``s3a://`` archive is read through Hadoop's S3A connector (hadoop-aws and the
 AWS SDK bundle of the Hadoop version inside pyspark, found on ``FOOTFALL_SPARK_EXTRA_CLASSPATH``
@@ -18,6 +19,16 @@ from urllib.parse import urlsplit
 from footfall.config import S3_ARCHIVE_SCHEMES, Config
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+# HotSpot's optimizing compiler (C2) takes a method only once it is ten times hotter than by default.
+# A rollup runs the code Spark generates for each of its few dozen queries for seconds to minutes:
+# with the default thresholds, compiling it took about half the JVM's CPU time on a 2-core machine,
+# most of it for code that never ran long enough to pay it back (figures: bench/README.md).
+JVM_OPTIONS = " ".join((
+    "-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=20000",
+    "-XX:Tier4CompileThreshold=60000", "-XX:Tier4BackEdgeThreshold=400000",
+))  # fmt: skip
+# Every JVM of the job: the driver (all of it in local mode) and a cluster's executors.
+JVM_CONF = {"spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS}
 
 
 def archive_spark_conf(cfg: Config) -> dict[str, str]:

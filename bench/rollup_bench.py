@@ -231,10 +231,11 @@ def spark_counts(spark: Any, group: str) -> dict[str, int]:
 def start_spark(driver_memory: str) -> Any:
     from pyspark.sql import SparkSession
 
+    from archive.spark_conf import JVM_CONF
     from spark_jobs.rollup import SESSION_CONF
 
     conf = {"spark.driver.memory": driver_memory, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            **SESSION_CONF,  # as the job sets its session up
+            **SESSION_CONF, **JVM_CONF,  # as spark-submit starts the job and the job its session
             "spark.sql.execution.arrow.pyspark.enabled": "true"}  # fmt: skip
     spark = SparkSession.builder.master("local[2]").appName("footfall-rollup-bench").config(map=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archive.spark_conf import archive_spark_conf, spark_properties_file
+from archive.spark_conf import JVM_CONF, archive_spark_conf, spark_properties_file
 from footfall.config import Config
 from footfall.goals import FunnelSpec, GoalSpec
 from footfall.models import Funnel, Goal, Site
@@ -107,10 +107,12 @@ def spark_submit_command(
     progress = ["--progress", str(progress_path)] if progress_path else []
     partitions = cfg.spark_shuffle_partitions
     shuffle = ["--conf", f"spark.sql.shuffle.partitions={partitions}"] if partitions else []
+    jvm = [arg for key, value in JVM_CONF.items() for arg in ("--conf", f"{key}={value}")]
     return [
         str(submit), "--master", master, *properties,
         "--conf", "spark.ui.enabled=false",
         *shuffle,
+        *jvm,
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--driver-memory", cfg.spark_driver_memory,

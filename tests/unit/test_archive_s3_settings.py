@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from archive.spark_conf import archive_spark_conf, spark_properties_file
+from archive.spark_conf import JVM_OPTIONS, archive_spark_conf, spark_properties_file
 from footfall.config import ConfigError, load_config
 from historical.rollups import spark_submit_command
 
@@ -87,3 +87,10 @@ def test_shuffle_partitions_reach_spark_submit_only_when_set() -> None:
     assert not [arg for arg in default if arg.startswith("spark.sql.shuffle.partitions")]
     command = spark_submit_command(load_config({**S3, "FOOTFALL_SPARK_SHUFFLE_PARTITIONS": "4"}, BASE), *args)
     assert command[command.index("spark.sql.shuffle.partitions=4") - 1] == "--conf"
+
+
+def test_every_jvm_of_the_job_gets_its_compiler_thresholds() -> None:
+    """The driver and a cluster's executors start with JVM_OPTIONS, given on spark-submit's command line."""
+    command = spark_submit_command(load_config(S3, BASE), "local[2]", dt.date(2026, 1, 1), dt.date(2026, 1, 1), {})
+    for jvm in ("driver", "executor"):
+        assert command[command.index(f"spark.{jvm}.extraJavaOptions={JVM_OPTIONS}") - 1] == "--conf"

@@ -27,6 +27,7 @@ import pytest
 from pymongo.database import Database
 
 from archive.archiver import build_archiver
+from archive.spark_conf import JVM_OPTIONS
 from archive.store import Archive, read_event_ids
 from footfall.config import Config
 from footfall.demo import DemoTraffic
@@ -164,6 +165,8 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
         result = run_rollup(secret_cfg, first, last, [site], goals=goals)
     assert seen, "no process of the job was seen running"
     assert not [line for line in seen if secret in line]
+    # The job's JVM runs with the compiler thresholds it is sized with (archive.spark_conf).
+    assert [line for line in seen if " org.apache.spark.deploy.SparkSubmit " in line and JVM_OPTIONS in line], seen
     assert sorted(result.days) == [(site, d) for d in days]
     assert_matches_truth(batch_cfg, site, events, days, GOALS)
 
