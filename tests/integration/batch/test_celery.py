@@ -35,6 +35,7 @@ from footfall_capture.events import Event, encode
 from historical.rollups import REPO
 from historical.store import DAILY, RUNS, DayDocuments, documents, hour_document, load_day
 from historical.tasks import nightly_windows
+from tests.reliability.faults import wait_for
 
 BROKER_DB = 11  # reserved for this test: flushed before and after
 LOCK_DB = 12  # the worker's REDIS_URL (rollup lock, realtime reads of reconciliation); flushed too
@@ -80,12 +81,11 @@ class Worker:
         Celery logs a task's outcome after the task returns, so after the task's own
         ``job_runs`` record is written: a log read right after that record may miss it.
         """
-        deadline = time.monotonic() + timeout_s
-        while line not in (log := self.log()):
-            if time.monotonic() > deadline:
-                pytest.fail(f"the worker never logged {line!r}:\n{log[-4000:]}")
-            time.sleep(0.1)
-        return log
+        try:
+            wait_for(lambda: line in self.log(), timeout_s, f"the worker logging {line!r}", every=0.1)
+        except AssertionError as exc:
+            pytest.fail(f"{exc}:\n{self.log()[-4000:]}")
+        return self.log()
 
     def archive(self, site: str, events: list[Event]) -> None:
         """Write ``events`` to the archive as the archiver does (one file per partition)."""
