@@ -158,12 +158,14 @@ def test_preflight_allows_json_beacons(client: Client) -> None:
 
 def test_flooding_client_gets_429_and_others_are_unaffected(client: Client, site: Site) -> None:
     body = {"site_id": site.site_id, "type": "ping", "url": "https://example.com/"}
-    codes = [beacon(client, body, ip="192.0.2.50").status_code for _ in range(130)]
-    assert codes[:100] == [202] * 100  # the burst
-    assert 429 in codes[100:]
-    limited = beacon(client, body, ip="192.0.2.50")
-    assert limited.status_code == 429
-    assert int(limited["Retry-After"]) >= 1
+    responses = [beacon(client, body, ip="192.0.2.50") for _ in range(130)]
+    assert [r.status_code for r in responses[:100]] == [202] * 100  # the burst
+    # Past the burst the bucket refills a token every 1/20 s, so an occasional request after
+    # it is accepted: which ones depends on the clock, that some are refused does not.
+    limited = [r for r in responses[100:] if r.status_code == 429]
+    assert limited
+    assert limited[-1].json()["error"] == "rate_limited"
+    assert int(limited[-1]["Retry-After"]) >= 1
     assert beacon(client, body, ip="192.0.2.51").status_code == 202
 
 
