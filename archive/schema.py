@@ -119,4 +119,9 @@ def encode_props(event: Event) -> str | None:
 def partition_path(site_id: str, ts_ms: int) -> str:
     """``site_id=…/date=…/hour=…`` of an event time (UTC)."""
     moment = dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC)
-    return f"site_id={site_id}/date={moment:%Y-%m-%d}/hour={moment:%H}"
+    return f"{date_folder(site_id, moment.date())}/hour={moment:%H}"
+
+
+def date_folder(site_id: str, date: dt.date) -> str:
+    """``site_id=…/date=…``: the partitions of a site's UTC date."""
+    return f"site_id={site_id}/date={date:%Y-%m-%d}"

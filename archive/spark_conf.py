@@ -27,8 +27,22 @@ JVM_OPTIONS = " ".join((
     "-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=20000",
     "-XX:Tier4CompileThreshold=60000", "-XX:Tier4BackEdgeThreshold=400000",
 ))  # fmt: skip
-# Every JVM of the job: the driver (all of it in local mode) and a cluster's executors.
-JVM_CONF = {"spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS}
+# A small input's job ends before C2's code pays back its compilation: the quick compiler (C1)
+# alone. Side by side on 2 cores, two days of 3,000 events took 23 s and 29 CPU-s instead of
+# 28 s and 41; 100,000 events 32 s instead of 35; at 300,000 (16 MB) the two were even, and at
+# 1M C1 alone was a third slower (bench/README.md).
+SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+SMALL_INPUT_BYTES = 8 * 1024 * 1024  # of archive files: about 150,000 events
+
+
+def jvm_options(input_bytes: int) -> str:
+    """The JVM options of a job reading ``input_bytes`` of archive files."""
+    return SMALL_JVM_OPTIONS if input_bytes <= SMALL_INPUT_BYTES else JVM_OPTIONS
+
+
+def jvm_conf(options: str) -> dict[str, str]:
+    """Every JVM of the job with ``options``: the driver (all of it in local mode) and a cluster's executors."""
+    return {"spark.driver.extraJavaOptions": options, "spark.executor.extraJavaOptions": options}
 
 
 def archive_spark_conf(cfg: Config) -> dict[str, str]:

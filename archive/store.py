@@ -138,6 +138,16 @@ class Archive:
                 found.append(path)
         return sorted(found)
 
+    def size(self, folders: Iterable[str], above: int | None = None) -> int:
+        """The bytes of the data files under ``folders`` (relative to ``events/``, e.g.
+        ``site_id=…/date=…``); the count stops once it exceeds ``above``."""
+        total = 0
+        for folder in folders:
+            total += sum(info.size or 0 for info in self._listing(folder) if _is_data(PurePosixPath(info.path).name))
+            if above is not None and total > above:
+                break
+        return total
+
     def partitions(self) -> list[PurePosixPath]:
         """Every ``site_id=/date=/hour=`` partition holding data files, relative to ``events/``."""
         return sorted({path.parent for path in self.files()})

@@ -228,14 +228,15 @@ def spark_counts(spark: Any, group: str) -> dict[str, int]:
             "tasks": sum(s.numCompletedTasks for s in ran)}  # fmt: skip
 
 
-def start_spark(driver_memory: str) -> Any:
+def start_spark(driver_memory: str, input_bytes: int) -> Any:
     from pyspark.sql import SparkSession
 
-    from archive.spark_conf import JVM_CONF
+    from archive.spark_conf import jvm_conf, jvm_options
     from spark_jobs.rollup import SESSION_CONF
 
+    # As spark-submit starts the job for an archive of ``input_bytes`` and the job its session.
     conf = {"spark.driver.memory": driver_memory, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            **SESSION_CONF, **JVM_CONF,  # as spark-submit starts the job and the job its session
+            **SESSION_CONF, **jvm_conf(jvm_options(input_bytes)),
             "spark.sql.execution.arrow.pyspark.enabled": "true"}  # fmt: skip
     spark = SparkSession.builder.master("local[2]").appName("footfall-rollup-bench").config(map=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -464,7 +465,7 @@ def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, An
     print(f"Archive: {meta['events']:,} rows ({meta['duplicates']:,} re-delivered copies), {meta['files']:,} files, "
           f"{meta['bytes'] / 2**20:,.0f} MiB, {len(site_tz)} sites, local days {days[0]}..{days[-1]}")  # fmt: skip
     load_before, t0 = os.getloadavg(), time.monotonic()
-    spark = start_spark("4g")  # local mode: all of Spark
+    spark = start_spark("4g", meta["bytes"])  # local mode: all of Spark
     cleanup.callback(spark.stop)
     spark_start = time.monotonic() - t0
     runs: dict[str, list[Run]] = {"spark": [], "duckdb": []}

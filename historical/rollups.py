@@ -25,7 +25,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archive.spark_conf import JVM_CONF, archive_spark_conf, spark_properties_file
+from archive.schema import date_folder
+from archive.spark_conf import (
+    JVM_OPTIONS,
+    SMALL_INPUT_BYTES,
+    archive_spark_conf,
+    jvm_conf,
+    jvm_options,
+    spark_properties_file,
+)
+from archive.store import Archive
 from footfall.config import Config
 from footfall.goals import FunnelSpec, GoalSpec
 from footfall.models import Funnel, Goal, Site
@@ -95,10 +104,12 @@ def spark_submit_command(
     funnels_path: Path | None = None,
     goals_path: Path | None = None,
     progress_path: Path | None = None,
+    jvm: str = JVM_OPTIONS,
 ) -> list[str]:
     """The ``spark-submit`` command line of the rollup of ``[first, last]`` for the sites of
     ``zones``, with their funnels and goals from the files of :func:`definitions_file`; the job
-    appends each day it loaded to ``progress_path`` (:mod:`historical.progress`)."""
+    appends each day it loaded to ``progress_path`` (:mod:`historical.progress`); its JVMs
+    start with the options ``jvm`` (:func:`archive.spark_conf.jvm_options`)."""
     submit = Path(sys.executable).parent / "spark-submit"
     goal_args = ["--goals", f"@{goals_path}"] if goals_path else []
     # Settings holding secrets (the archive's keys) come in a 0600 file, never as arguments.
@@ -107,12 +118,12 @@ def spark_submit_command(
     progress = ["--progress", str(progress_path)] if progress_path else []
     partitions = cfg.spark_shuffle_partitions
     shuffle = ["--conf", f"spark.sql.shuffle.partitions={partitions}"] if partitions else []
-    jvm = [arg for key, value in JVM_CONF.items() for arg in ("--conf", f"{key}={value}")]
+    jvm_args = [arg for key, value in jvm_conf(jvm).items() for arg in ("--conf", f"{key}={value}")]
     return [
         str(submit), "--master", master, *properties,
         "--conf", "spark.ui.enabled=false",
         *shuffle,
-        *jvm,
+        *jvm_args,
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--driver-memory", cfg.spark_driver_memory,
@@ -171,6 +182,15 @@ def plan_rollup(
     )  # fmt: skip
 
 
+def input_bytes(cfg: Config, first: dt.date, last: dt.date, zones: Mapping[str, str]) -> int:
+    """The archive bytes the rollup of local days ``[first, last]`` reads, counted only up to
+    just past :data:`~archive.spark_conf.SMALL_INPUT_BYTES` (what sizes the job's JVMs): the
+    sites' UTC dates from the day before ``first`` to the day after ``last``."""
+    dates = [first + dt.timedelta(days=n) for n in range(-1, (last - first).days + 2)]
+    folders = (date_folder(site, date) for site in sorted(zones) for date in dates)
+    return Archive.from_config(cfg).size(folders, above=SMALL_INPUT_BYTES)
+
+
 def announce_rollup(cfg: Config, days: Sequence[tuple[str, str]], zones: dict[str, str]) -> dict[str, dict]:
     """Send :data:`historical.signals.rollup_finished` for the ``(site, day)`` pairs loaded;
     return the drift its receivers report, by ``site|day``."""
@@ -206,8 +226,9 @@ def run_rollup(
     ):
         master = master or cfg.spark_master
         progress = Path(tmp) / "progress.jsonl"
+        jvm = jvm_options(input_bytes(cfg, first, last, plan.zones))
         command = spark_submit_command(
-            cfg, master, first, last, plan.zones, properties, funnels_path, goals_path, progress
+            cfg, master, first, last, plan.zones, properties, funnels_path, goals_path, progress, jvm
         )
         result = _run_job(command, spark_submit_env(cfg), on_day, progress)
     result.drift = announce_rollup(cfg, result.days, plan.zones)

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from archive.spark_conf import JVM_CONF
+from archive.spark_conf import SMALL_JVM_OPTIONS, jvm_conf
 from footfall.config import Config
 from footfall.goals import FunnelSpec, GoalSpec
 from historical.rollups import RollupResult, announce_rollup, plan_rollup
@@ -19,13 +19,14 @@ from spark_jobs import rollup as job
 @contextlib.contextmanager
 def local_spark(app_name: str) -> Iterator[SparkSession]:
     """A ``local[2]`` session in UTC with two shuffle partitions and no UI, with the rollup
-    job's own SQL and JVM settings, stopped afterwards."""
+    job's own SQL settings and the JVM options it takes for a small input (the tests' archives
+    are all small), stopped afterwards."""
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines outlive pytest's log capture
     session = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
         .config(map=job.SESSION_CONF)
-        .config(map=JVM_CONF)
+        .config(map=jvm_conf(SMALL_JVM_OPTIONS))
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()

@@ -54,3 +54,21 @@ def test_a_write_whose_directory_fsync_fails_raises(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(durable.os, "fsync", fsync)
     with pytest.raises(OSError, match="injected directory fsync failure"):
         Archive(tmp_path.as_uri()).write([ArchiveRow(partition_path("s1", event.ts), to_row(event, b"{}", 0, 0))])
+
+
+def test_size_counts_the_data_files_of_the_folders_asked_and_stops_past_a_bound(tmp_path: Path) -> None:
+    archive = Archive(tmp_path.as_uri())
+    gen = DemoTraffic(site_id="s1", seed=4)
+    day = 1_780_000_000_000 - 1_780_000_000_000 % 86_400_000 + 3_600_000  # 01:00 UTC
+    for offset in (0, 86_400_000):  # one file on each of two dates
+        e = gen.event(day + offset)
+        archive.write([ArchiveRow(partition_path("s1", e.ts), to_row(e, b"{}", 0, 0))])
+    (first, second) = archive.files()
+    (archive.root / first.parent / ".tmp-part-x.parquet").write_bytes(b"x" * 10_000)  # not data
+    sizes = [(archive.root / f).stat().st_size for f in (first, second)]
+    folders = [str(f.parent.parent) for f in (first, second)]  # site_id=…/date=…
+
+    assert archive.size(folders) == sum(sizes)
+    assert archive.size(folders[:1]) == sizes[0]
+    assert archive.size([*folders, "site_id=s1/date=1999-01-01"]) == sum(sizes)  # absent: nothing
+    assert archive.size(folders, above=1) == sizes[0]  # past the bound after the first folder

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from archive.spark_conf import JVM_OPTIONS, archive_spark_conf, spark_properties_file
+from archive.spark_conf import (
+    JVM_OPTIONS,
+    SMALL_INPUT_BYTES,
+    SMALL_JVM_OPTIONS,
+    archive_spark_conf,
+    jvm_options,
+    spark_properties_file,
+)
 from footfall.config import ConfigError, load_config
 from historical.rollups import spark_submit_command
 
@@ -89,8 +96,14 @@ def test_shuffle_partitions_reach_spark_submit_only_when_set() -> None:
     assert command[command.index("spark.sql.shuffle.partitions=4") - 1] == "--conf"
 
 
-def test_every_jvm_of_the_job_gets_its_compiler_thresholds() -> None:
-    """The driver and a cluster's executors start with JVM_OPTIONS, given on spark-submit's command line."""
-    command = spark_submit_command(load_config(S3, BASE), "local[2]", dt.date(2026, 1, 1), dt.date(2026, 1, 1), {})
-    for jvm in ("driver", "executor"):
-        assert command[command.index(f"spark.{jvm}.extraJavaOptions={JVM_OPTIONS}") - 1] == "--conf"
+def test_every_jvm_of_the_job_gets_the_compiler_options_of_its_input() -> None:
+    """The driver and a cluster's executors start with the options given (JVM_OPTIONS unless
+    told), on spark-submit's command line; a small input's job gets the quick compiler only."""
+    args = ("local[2]", dt.date(2026, 1, 1), dt.date(2026, 1, 1), {})
+    for options in (JVM_OPTIONS, SMALL_JVM_OPTIONS):
+        command = spark_submit_command(load_config(S3, BASE), *args, jvm=options)
+        for jvm in ("driver", "executor"):
+            assert command[command.index(f"spark.{jvm}.extraJavaOptions={options}") - 1] == "--conf"
+    assert f"spark.driver.extraJavaOptions={JVM_OPTIONS}" in spark_submit_command(load_config(S3, BASE), *args)
+    assert jvm_options(0) == jvm_options(SMALL_INPUT_BYTES) == SMALL_JVM_OPTIONS
+    assert jvm_options(SMALL_INPUT_BYTES + 1) == JVM_OPTIONS

@@ -27,7 +27,7 @@ import pytest
 from pymongo.database import Database
 
 from archive.archiver import build_archiver
-from archive.spark_conf import JVM_OPTIONS
+from archive.spark_conf import SMALL_INPUT_BYTES, SMALL_JVM_OPTIONS
 from archive.store import Archive, read_event_ids
 from footfall.config import Config
 from footfall.demo import DemoTraffic
@@ -36,7 +36,14 @@ from footfall.models import Site
 from footfall.vocabulary import MAX_ENGAGED_MS
 from footfall_capture.events import Event, UserAgent
 from historical.progress import ProgressFile
-from historical.rollups import REPO, definitions_file, run_rollup, spark_submit_command, spark_submit_env
+from historical.rollups import (
+    REPO,
+    definitions_file,
+    input_bytes,
+    run_rollup,
+    spark_submit_command,
+    spark_submit_env,
+)
 from historical.store import BREAKDOWNS, DAILY
 from tests.integration.batch.command_lines import watched_command_lines
 from tests.integration.batch.truth import conversions, exact
@@ -167,7 +174,7 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
         progress_path = Path(tmp) / "progress.jsonl"
         command = spark_submit_command(
             batch_cfg, "local[2]", first, last, {site: TZ},
-            goals_path=goals_path, progress_path=progress_path,
+            goals_path=goals_path, progress_path=progress_path, jvm=SMALL_JVM_OPTIONS,
         )  # fmt: skip
         proc = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, env=spark_submit_env(batch_cfg), cwd=REPO, start_new_session=True
@@ -192,8 +199,9 @@ def test_end_to_end_exact_idempotent_and_crash_safe(batch_cfg: Config, rt_topic:
         result = run_rollup(secret_cfg, first, last, [site], master=spark_cluster, goals=goals)
     assert seen, "no process of the job was seen running"
     assert not [line for line in seen if secret in line]
-    # The job's JVM runs with the compiler thresholds it is sized with (archive.spark_conf).
-    assert [line for line in seen if " org.apache.spark.deploy.SparkSubmit " in line and JVM_OPTIONS in line], seen
+    # The job's JVMs run with the compiler options of a small input (archive.spark_conf).
+    assert 0 < input_bytes(batch_cfg, first, last, {site: TZ}) <= SMALL_INPUT_BYTES
+    assert [line for line in seen if " org.apache.spark.deploy.SparkSubmit " in line and SMALL_JVM_OPTIONS in line]
     assert sorted(result.days) == [(site, d) for d in days]
     assert db[BREAKDOWNS].find_one({"_id": stale["_id"]}) is None, "the stale document outlived the re-run"
     assert_matches_truth(batch_cfg, site, events, days, GOALS)
