@@ -2,19 +2,21 @@
 Celery worker; each failure is retried exactly once and the run that finally completes leaves
 documents identical to an uninterrupted run's.
 
-Two local days of traffic (duplicates, bots, stragglers) go through Kafka into the archive. A
-clean rollup task gives the reference documents; then the day being written is tampered with (a
-stale document, a wrong total) and one rollup task is sent whose attempts are broken in turn:
+Two local days of traffic (duplicates, bots, stragglers) go through Kafka into the archive. The
+job run uninterrupted gives the reference documents; an earlier night's documents of the day
+that will be mid-write are left damaged (a stale document, a wrong total) and one rollup task is
+sent whose attempts are broken in turn:
 the Spark job's processes are SIGKILLed, or the Mongo-wire server is SIGKILLed (then started
 again), each time once the first day is loaded and the second is being written (each day carries
 a long tail of pages of their own, so a day's write takes seconds and every kill hits it). Spark
-runs are what this costs, so CI uses the fewest that prove the point: the reference, one attempt
-per kind of fault, and the completing retry.
+runs are what this costs, so CI uses the fewest that prove the point: the reference (in the test
+run's Spark session), one attempt per kind of fault, and the completing retry.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import os
 import signal
@@ -24,11 +26,13 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import msgspec
+from pyspark.sql import SparkSession
 
 from deploy.local.services import SERVICES, Service, StackConfig
 from footfall.demo import DemoTraffic
 from footfall_capture.events import Event
 from historical.store import BREAKDOWNS, DAILY, RUNS, documents
+from spark_jobs import rollup as job
 from tests.integration.batch.test_celery import ROLLUP, Worker, _manage, worker  # noqa: F401 - a fixture
 from tests.integration.batch.test_rollup_e2e import TZ, archive_topic, assert_matches_truth, two_days_of_traffic
 from tests.integration.batch.truth import exact
@@ -156,6 +160,7 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
     worker: Worker,  # noqa: F811 - the imported fixture
     rt_topic: str,  # noqa: F811
     results: Results,
+    spark: SparkSession,
 ) -> None:
     started = time.monotonic()
     faults = ["spark", "mongo"] * size(1, 3)
@@ -174,18 +179,25 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
     archive_topic(worker.cfg, rt_topic, len(events))
     first, last = days[0], days[-1]
 
-    # The reference: one clean run.
-    clean = worker.wait(worker.send(first, last, [site], retries=0))
-    assert [r["status"] for r in clean] == ["complete"], clean
-    assert_matches_truth(worker.cfg, site, events, days)
-    reference = documents(worker.db, site, days)
-    # computed_at is taken just before each day's load: their gap is the first day's write.
-    day_write_s = (computed_at(worker, site, last) - computed_at(worker, site, first)).total_seconds()  # type: ignore[operator]
+    # The reference: the job run uninterrupted, in the run's Spark session (a spark-submit
+    # fewer), into a database of its own.
+    ref_cfg = dataclasses.replace(worker.cfg, mongo_db=f"{worker.cfg.mongo_db}_reference")
+    job.run(spark, dt.date.fromisoformat(first), dt.date.fromisoformat(last), {site: TZ}, ref_cfg.archive_url,
+            ref_cfg.mongo_url, ref_cfg.mongo_db)  # fmt: skip
+    ref_db = worker.db.client[ref_cfg.mongo_db]
+    try:
+        assert_matches_truth(ref_cfg, site, events, days)
+        reference = documents(ref_db, site, days)
+        # computed_at is taken just before each day's load: their gap is the first day's write.
+        runs = {d: ref_db[RUNS].find_one({"_id": f"{site}|{d}"})["computed_at"] for d in (first, last)}
+    finally:
+        worker.db.client.drop_database(ref_cfg.mongo_db)
+    day_write_s = (runs[last] - runs[first]).total_seconds()
 
-    # Damage the day that will be mid-write: a re-run must remove and repair, not only add.
+    # Documents of an earlier night, damaged: a re-run must remove and repair, not only add.
     worker.db[BREAKDOWNS].insert_one({"_id": f"{site}|{last}|page|stale", "site_id": site, "day": last,
                                       "dimension": "page", "value": "/stale", "pageviews": 99})  # fmt: skip
-    worker.db[DAILY].update_one({"_id": f"{site}|{last}"}, {"$set": {"pageviews": 1}})
+    worker.db[DAILY].insert_one({"_id": f"{site}|{last}", "site_id": site, "day": last, "pageviews": 1})
 
     task_id = worker.send(first, last, [site], retries=len(faults), retry_delay_s=1)
     unfinished = []  # per fault: True if the killed attempt had not finished the second day
