@@ -182,13 +182,25 @@ def plan_rollup(
     )  # fmt: skip
 
 
-def input_bytes(cfg: Config, first: dt.date, last: dt.date, zones: Mapping[str, str]) -> int:
-    """The archive bytes the rollup of local days ``[first, last]`` reads, counted only up to
-    just past :data:`~archive.spark_conf.SMALL_INPUT_BYTES` (what sizes the job's JVMs): the
-    sites' UTC dates from the day before ``first`` to the day after ``last``."""
+# Site-dates listed to size a job's input at most: each is a request to an object store, so a
+# rollup of more is taken as large without listing them.
+MAX_SIZED_FOLDERS = 64
+
+
+def input_folders(first: dt.date, last: dt.date, zones: Mapping[str, str]) -> list[str]:
+    """The archive folders the rollup of local days ``[first, last]`` reads: the sites' UTC
+    dates from the day before ``first`` to the day after ``last``."""
     dates = [first + dt.timedelta(days=n) for n in range(-1, (last - first).days + 2)]
-    folders = (date_folder(site, date) for site in sorted(zones) for date in dates)
-    return Archive.from_config(cfg).size(folders, above=SMALL_INPUT_BYTES)
+    return [date_folder(site, date) for site in sorted(zones) for date in dates]
+
+
+def job_jvm_options(cfg: Config, first: dt.date, last: dt.date, zones: Mapping[str, str]) -> str:
+    """The JVM options of the rollup's job (:func:`archive.spark_conf.jvm_options`) by the bytes
+    of its input, those of a large one beyond :data:`MAX_SIZED_FOLDERS` site-dates."""
+    folders = input_folders(first, last, zones)
+    if len(folders) > MAX_SIZED_FOLDERS:
+        return JVM_OPTIONS
+    return jvm_options(Archive.from_config(cfg).size(folders, above=SMALL_INPUT_BYTES))
 
 
 def announce_rollup(cfg: Config, days: Sequence[tuple[str, str]], zones: dict[str, str]) -> dict[str, dict]:
@@ -226,7 +238,7 @@ def run_rollup(
     ):
         master = master or cfg.spark_master
         progress = Path(tmp) / "progress.jsonl"
-        jvm = jvm_options(input_bytes(cfg, first, last, plan.zones))
+        jvm = job_jvm_options(cfg, first, last, plan.zones)
         command = spark_submit_command(
             cfg, master, first, last, plan.zones, properties, funnels_path, goals_path, progress, jvm
         )

@@ -17,7 +17,7 @@ from archive.spark_conf import (
     spark_properties_file,
 )
 from footfall.config import ConfigError, load_config
-from historical.rollups import spark_submit_command
+from historical.rollups import MAX_SIZED_FOLDERS, input_folders, job_jvm_options, spark_submit_command
 
 BASE = Path("/srv/footfall")
 S3 = {
@@ -107,3 +107,22 @@ def test_every_jvm_of_the_job_gets_the_compiler_options_of_its_input() -> None:
     assert f"spark.driver.extraJavaOptions={JVM_OPTIONS}" in spark_submit_command(load_config(S3, BASE), *args)
     assert jvm_options(0) == jvm_options(SMALL_INPUT_BYTES) == SMALL_JVM_OPTIONS
     assert jvm_options(SMALL_INPUT_BYTES + 1) == JVM_OPTIONS
+
+
+def test_a_rollup_gets_the_jvm_options_of_its_input_size(tmp_path: Path) -> None:
+    """Sized by the bytes of the data files its days read; beyond MAX_SIZED_FOLDERS site-dates
+    it is taken as large without listing them."""
+    day = dt.date(2026, 1, 10)
+    assert input_folders(day, day, {"s": "UTC"}) == [f"site_id=s/date=2026-01-{d:02}" for d in (9, 10, 11)]
+    cfg = load_config({"FOOTFALL_ENV": "local", "ARCHIVE_URL": tmp_path.as_uri()}, BASE)
+    folder = tmp_path / "events" / "site_id=s" / "date=2026-01-11" / "hour=03"
+    folder.mkdir(parents=True)
+    (folder / "part-a.parquet").write_bytes(b"x" * SMALL_INPUT_BYTES)
+    assert job_jvm_options(cfg, day, day, {"s": "UTC"}) == SMALL_JVM_OPTIONS
+    (folder / ".tmp-part-b.parquet").write_bytes(b"x")  # not a data file: not counted
+    assert job_jvm_options(cfg, day, day, {"s": "UTC"}) == SMALL_JVM_OPTIONS
+    (folder / "part-b.parquet").write_bytes(b"x")
+    assert job_jvm_options(cfg, day, day, {"s": "UTC"}) == JVM_OPTIONS
+    assert job_jvm_options(cfg, day, day + dt.timedelta(days=1), {"t": "UTC"}) == SMALL_JVM_OPTIONS  # empty
+    many = {f"t{n}": "UTC" for n in range(MAX_SIZED_FOLDERS // 3 + 1)}  # 3 dates each: past the bound
+    assert job_jvm_options(cfg, day, day, many) == JVM_OPTIONS
