@@ -6,21 +6,12 @@ than inferring a schema from the files.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from archive.schema import EVENTS_DIR, SPARK_DDL
-
-
-def utc_dates_for(days: Sequence[str]) -> list[str]:
-    """UTC dates whose partitions can hold events of these local days (zones span -12..+14 h),
-    plus the day before, whose evening sessions may run into the first requested day."""
-    first = dt.date.fromisoformat(min(days)) - dt.timedelta(days=2)
-    last = dt.date.fromisoformat(max(days)) + dt.timedelta(days=1)
-    return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+from archive.schema import EVENTS_DIR, SPARK_DDL, utc_dates_for
 
 
 def read_events(spark: SparkSession, archive_url: str, sites: Sequence[str], days: Sequence[str]) -> DataFrame:

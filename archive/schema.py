@@ -21,6 +21,7 @@ the Spark DDL to read (so Spark never infers types from files).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 import msgspec
 import pyarrow as pa
@@ -119,9 +120,17 @@ def encode_props(event: Event) -> str | None:
 def partition_path(site_id: str, ts_ms: int) -> str:
     """``site_id=…/date=…/hour=…`` of an event time (UTC)."""
     moment = dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC)
-    return f"{date_folder(site_id, moment.date())}/hour={moment:%H}"
+    return f"{date_folder(site_id, f'{moment:%Y-%m-%d}')}/hour={moment:%H}"
 
 
-def date_folder(site_id: str, date: dt.date) -> str:
-    """``site_id=…/date=…``: the partitions of a site's UTC date."""
-    return f"site_id={site_id}/date={date:%Y-%m-%d}"
+def date_folder(site_id: str, date: str) -> str:
+    """``site_id=…/date=…``: the partitions of a site's UTC date (ISO, as :func:`utc_dates_for` gives)."""
+    return f"site_id={site_id}/date={date}"
+
+
+def utc_dates_for(days: Sequence[str]) -> list[str]:
+    """UTC dates whose partitions can hold events of these local days (zones span -12..+14 h),
+    plus the day before, whose evening sessions may run into the first requested day."""
+    first = dt.date.fromisoformat(min(days)) - dt.timedelta(days=2)
+    last = dt.date.fromisoformat(max(days)) + dt.timedelta(days=1)
+    return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]

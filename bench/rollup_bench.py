@@ -457,7 +457,7 @@ def compare(spark_rows: pa.Table, duck_rows: pa.Table) -> tuple[int, list[tuple]
 
 def run(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> dict[str, Any]:
     """Both engines, alternating, ``args.rounds`` times each; their breakdowns compared row by row."""
-    from archive.reader import utc_dates_for
+    from archive.schema import utc_dates_for
 
     root, meta = ensure_archive(args.events, args.seed, args.regenerate)
     site_tz: dict[str, str | None] = meta["sites"]

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archive.schema import date_folder
+from archive.schema import date_folder, utc_dates_for
 from archive.spark_conf import (
     JVM_OPTIONS,
     SMALL_INPUT_BYTES,
@@ -189,8 +189,8 @@ MAX_SIZED_FOLDERS = 64
 
 def input_folders(first: dt.date, last: dt.date, zones: Mapping[str, str]) -> list[str]:
     """The archive folders the rollup of local days ``[first, last]`` reads: the sites' UTC
-    dates from the day before ``first`` to the day after ``last``."""
-    dates = [first + dt.timedelta(days=n) for n in range(-1, (last - first).days + 2)]
+    dates of :func:`archive.schema.utc_dates_for`."""
+    dates = utc_dates_for([first.isoformat(), last.isoformat()])
     return [date_folder(site, date) for site in sorted(zones) for date in dates]
 
 

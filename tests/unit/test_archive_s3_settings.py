@@ -113,7 +113,7 @@ def test_a_rollup_gets_the_jvm_options_of_its_input_size(tmp_path: Path) -> None
     """Sized by the bytes of the data files its days read; beyond MAX_SIZED_FOLDERS site-dates
     it is taken as large without listing them."""
     day = dt.date(2026, 1, 10)
-    assert input_folders(day, day, {"s": "UTC"}) == [f"site_id=s/date=2026-01-{d:02}" for d in (9, 10, 11)]
+    assert input_folders(day, day, {"s": "UTC"}) == [f"site_id=s/date=2026-01-{d:02}" for d in (8, 9, 10, 11)]
     cfg = load_config({"FOOTFALL_ENV": "local", "ARCHIVE_URL": tmp_path.as_uri()}, BASE)
     folder = tmp_path / "events" / "site_id=s" / "date=2026-01-11" / "hour=03"
     folder.mkdir(parents=True)
@@ -124,5 +124,5 @@ def test_a_rollup_gets_the_jvm_options_of_its_input_size(tmp_path: Path) -> None
     (folder / "part-b.parquet").write_bytes(b"x")
     assert job_jvm_options(cfg, day, day, {"s": "UTC"}) == JVM_OPTIONS
     assert job_jvm_options(cfg, day, day + dt.timedelta(days=1), {"t": "UTC"}) == SMALL_JVM_OPTIONS  # empty
-    many = {f"t{n}": "UTC" for n in range(MAX_SIZED_FOLDERS // 3 + 1)}  # 3 dates each: past the bound
+    many = {f"t{n}": "UTC" for n in range(MAX_SIZED_FOLDERS // 4 + 1)}  # 4 dates each: past the bound
     assert job_jvm_options(cfg, day, day, many) == JVM_OPTIONS
