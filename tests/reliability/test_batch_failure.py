@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import msgspec
+from pymongo.database import Database
 from pyspark.sql import SparkSession
 
 from deploy.local.services import SERVICES, Service, StackConfig
@@ -129,8 +130,9 @@ def _state(pid: int) -> str:
         return "Z"
 
 
-def computed_at(handle: Worker, site: str, day: str) -> object:
-    doc = handle.db[RUNS].find_one({"_id": f"{site}|{day}"})
+def computed_at(db: Database, site: str, day: str) -> object:
+    """When the day's documents in ``db`` were computed (None if it has none)."""
+    doc = db[RUNS].find_one({"_id": f"{site}|{day}"})
     return doc and doc.get("computed_at")
 
 
@@ -138,7 +140,7 @@ def wait_mid_write(handle: Worker, site: str, days: list[str], before: dict[str,
     """Until the running attempt has loaded the first day (its watermark changed), i.e. the
     second day is being written now."""
     deadline = time.monotonic() + MIDWRITE_TIMEOUT_S
-    while computed_at(handle, site, days[0]) == before[days[0]]:
+    while computed_at(handle.db, site, days[0]) == before[days[0]]:
         assert time.monotonic() < deadline, f"no attempt loaded {days[0]}; worker log:\n{handle.log()[-4000:]}"
         time.sleep(0.02)
 
@@ -189,10 +191,9 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
         assert_matches_truth(ref_cfg, site, events, days)
         reference = documents(ref_db, site, days)
         # computed_at is taken just before each day's load: their gap is the first day's write.
-        runs = {d: ref_db[RUNS].find_one({"_id": f"{site}|{d}"})["computed_at"] for d in (first, last)}
+        day_write_s = (computed_at(ref_db, site, last) - computed_at(ref_db, site, first)).total_seconds()  # type: ignore[operator]
     finally:
         worker.db.client.drop_database(ref_cfg.mongo_db)
-    day_write_s = (runs[last] - runs[first]).total_seconds()
 
     # Documents of an earlier night, damaged: a re-run must remove and repair, not only add.
     worker.db[BREAKDOWNS].insert_one({"_id": f"{site}|{last}|page|stale", "site_id": site, "day": last,
@@ -203,7 +204,7 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
     unfinished = []  # per fault: True if the killed attempt had not finished the second day
     try:
         for attempt, fault in enumerate(faults, start=1):
-            before = {d: computed_at(worker, site, d) for d in days}
+            before = {d: computed_at(worker.db, site, d) for d in days}
             # The job's processes are found before the first day lands, so the kill follows it
             # within milliseconds, well inside the second day's write (seconds: the long tail).
             early = wait_spark_pids(worker.cfg.mongo_db) if fault == "spark" else set()
@@ -218,7 +219,7 @@ def test_spark_and_mongo_killed_mid_write_rerun_identical_retried_once_each(
                 # Down until the job has failed on it, then back (the worker records the attempt).
                 wait_gone(spark_job_pids(worker.cfg.mongo_db), timeout=120)
                 mongo.start()
-            unfinished.append(computed_at(worker, site, last) == before[last])
+            unfinished.append(computed_at(worker.db, site, last) == before[last])
             runs = wait_attempts(worker, task_id, attempt)
             assert [r["status"] for r in runs] == ["retrying"] * attempt, (fault, runs)
     finally:

@@ -36,13 +36,7 @@ from footfall.models import Site
 from footfall.vocabulary import MAX_ENGAGED_MS
 from footfall_capture.events import Event, UserAgent
 from historical.progress import ProgressFile
-from historical.rollups import (
-    REPO,
-    definitions_file,
-    run_rollup,
-    spark_submit_command,
-    spark_submit_env,
-)
+from historical.rollups import REPO, definitions_file, run_rollup, spark_submit_command, spark_submit_env
 from historical.store import BREAKDOWNS, DAILY
 from tests.integration.batch.command_lines import watched_command_lines
 from tests.integration.batch.truth import conversions, exact
