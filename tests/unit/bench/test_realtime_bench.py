@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from bench.realtime_bench import Progress, batches_at_least, command_calls, done_events, redis_cpu, steady
+from bench.realtime_bench import (
+    Progress,
+    batches_at_least,
+    command_calls,
+    done_events,
+    merge_steps,
+    redis_cpu,
+    steady,
+)
 
 
 def test_done_events_sums_the_next_offsets_of_the_topic_only() -> None:
@@ -62,3 +70,20 @@ def test_batches_at_least_the_offset_updates_seen_and_the_size_cap() -> None:
     assert batches_at_least(looks, total=5000, batch_size=5000) == 4  # the offsets grew four times
     assert batches_at_least(looks, total=5000, batch_size=1000) == 5  # no batch holds more than 1000
     assert batches_at_least(looks, total=5000, batch_size=None) == 4
+
+
+def test_merge_steps_are_the_script_calls_whose_first_argument_is_an_hour_marker() -> None:
+    def entry(*args: bytes) -> list[object]:
+        return [1, 1700000000, 5, list(args), b"127.0.0.1:1", b""]
+
+    entries = [
+        entry(b"EVALSHA", b"ab12", b"0", b"ff:rt:s:h493000:merged", b"1764000000", b"ff:rt:s:h493000:c"),
+        entry(b"evalsha", b"cd34", b"0", b"ff:rt:s:h493001:merged"),
+        # A batch: its first argument is the group's offsets; hour markers come later among its arguments.
+        entry(b"EVALSHA", b"ef56", b"0", b"ff:rt:offsets:g", b"1", b"ff:rt:s:h493000:merged"),
+        # The marker as a key, not the first argument.
+        entry(b"EVAL", b"return 1", b"1", b"ff:rt:s:h493002:merged", b"x"),
+        entry(b"HGETALL", b"ff:rt:offsets:g"),
+        entry(b"EVALSHA", b"ab12"),
+    ]
+    assert merge_steps(entries) == 2
