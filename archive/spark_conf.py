@@ -23,7 +23,10 @@ S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 # A rollup runs the code Spark generates for each of its few dozen queries for seconds to minutes:
 # with the default thresholds, compiling it took about half the JVM's CPU time on a 2-core machine,
 # most of it for code that never ran long enough to pay it back (figures: bench/README.md).
+# The throughput collector: a batch job waits on no pause, and G1's concurrent work took CPU the
+# job needed on two cores (1M rows: 86 and 81 s with G1, 73 and 70 s with it).
 JVM_OPTIONS = " ".join((
+    "-XX:+UseParallelGC",
     "-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=20000",
     "-XX:Tier4CompileThreshold=60000", "-XX:Tier4BackEdgeThreshold=400000",
 ))  # fmt: skip
