@@ -4,10 +4,11 @@ See :mod:`realtime.keys`, Value hours, for the keys and the protocol. Per shard 
 site, in small atomic steps (scripts), so that Redis is never held for long however many
 values an hour holds:
 
-1. ``begin``: nothing to do when the hour's marker says merged, nor (but set it to merged)
-   when the hour has no counters: no event of the site in it. Else set it to merging. From
-   here on every batch that counts a visitor of the hour under a value also adds it to the
-   value's hour sketch (:mod:`realtime.store`), so values that arrive later are covered.
+1. ``begin``, for up to :data:`BEGIN_CHUNK` hours in one step: nothing to do for an hour whose
+   marker says merged, nor (but set it to merged) for one without counters: no event of the
+   site in it, as most hours of a quiet site. Else set it to merging. From here on every batch
+   that counts a visitor of the hour under a value also adds it to the value's hour sketch
+   (:mod:`realtime.store`), so values that arrive later are covered.
 2. Read the values of the hour's minute sorted sets (one ZUNION per dimension).
 3. ``merge``: per value, replace its hour sketch by the PFMERGE of its 60 minute sketches (the
    minute sketches hold every visitor the hour sketch may have been sent: replacing is exact).
@@ -36,20 +37,28 @@ VALUE_DIMENSIONS = (*EVENT_DIMENSIONS, *EVENT_COUNT_DIMENSIONS)
 # one by one and a script holds Redis for its whole run (figures: bench/README.md).
 MERGE_CHUNK = 16
 STEPS_PER_TRIP = 50  # merge steps pipelined per round trip
+# Hours per begin step: a worker's first look at a site covers the retention window's 48 hours
+# in one step instead of one each, and a step stays short however long the range.
+BEGIN_CHUNK = 64
 
-# ARGV: marker, expire-at, the hour's counters. Returns 1 when the hour is merged already, 2
-# when it is now (without counters the site had no event in the hour, so it has no sketch to
-# merge; a later one goes to the hour sketches as well), else 0 (now merging).
+# ARGV: per hour, its marker, expire-at and counters. Returns per hour 1 when it is merged
+# already, 2 when it is now (without counters the site had no event in the hour, so it has no
+# sketch to merge; a later one goes to the hour sketches as well), else 0 (now merging).
 _BEGIN = """
-local state = redis.call('GET', ARGV[1])
-if state == '$MERGED' then return 1 end
-if not state then
-  local empty = redis.call('EXISTS', ARGV[3]) == 0
-  redis.call('SET', ARGV[1], empty and '$MERGED' or '$MERGING')
-  redis.call('EXPIREAT', ARGV[1], ARGV[2])
-  if empty then return 2 end
+local states = {}
+for i = 1, #ARGV, 3 do
+  local state, result = redis.call('GET', ARGV[i]), 0
+  if state == '$MERGED' then
+    result = 1
+  elseif not state then
+    local empty = redis.call('EXISTS', ARGV[i + 2]) == 0
+    redis.call('SET', ARGV[i], empty and '$MERGED' or '$MERGING')
+    redis.call('EXPIREAT', ARGV[i], ARGV[i + 1])
+    if empty then result = 2 end
+  end
+  states[#states + 1] = result
 end
-return 0
+return states
 """
 # ARGV: marker, minute-key head, minute-key tail, hour-key prefix, first minute, expire-at,
 # values... Returns 0 (nothing done) once the marker no longer says merging.
@@ -99,19 +108,27 @@ class HourMerger:
     def merge(self, site: str, hours: Iterable[int]) -> int:
         """Merge ``site``'s ``hours`` in every shard (callers pass closed hours only); return
         how many hour-shards this call completed (those merged already are skipped)."""
-        done = 0
-        for hour in hours:
-            for shard in range(len(self.store.shards)):
-                done += self.merge_shard(shard, site, hour)
+        hours, done = list(hours), 0
+        for shard in range(len(self.store.shards)):
+            for start in range(0, len(hours), BEGIN_CHUNK):
+                chunk = hours[start : start + BEGIN_CHUNK]
+                for hour, state in zip(chunk, self._begin(shard, site, chunk), strict=True):
+                    if state == 2 or (state == 0 and self._merge_values(shard, site, hour)):
+                        done += 1
         return done
 
-    def merge_shard(self, shard: int, site: str, hour: int) -> bool:
-        """Merge one hour of ``site`` in one shard; True when this call completed it."""
+    def _begin(self, shard: int, site: str, hours: Sequence[int]) -> list[int]:
+        """Step 1 for ``hours`` of ``site`` in one shard: each hour's state (the script's)."""
+        layout, args = self.layout, list[str | int]()
+        for hour in hours:
+            args += [layout.hour_merged(site, hour), layout.hour_expires_at(hour), layout.hour_counters(site, hour)]
+        return [int(state) for state in self._scripts[shard][0](args=args)]
+
+    def _merge_values(self, shard: int, site: str, hour: int) -> bool:
+        """Steps 2-4 for one merging hour of ``site`` in one shard; True when this call completed it."""
         layout, client = self.layout, self.store.shards[shard]
-        begin, merge, finish = self._scripts[shard]
+        _, merge, finish = self._scripts[shard]
         marker, expires = layout.hour_merged(site, hour), layout.hour_expires_at(hour)
-        if (state := begin(args=[marker, expires, layout.hour_counters(site, hour)])) != 0:
-            return state == 2
         minutes = range(hour * 60, hour * 60 + 60)
         pipe = client.pipeline(transaction=False)
         for dim in self.dims:
@@ -137,9 +154,9 @@ class HourMerger:
 
 class MergeSchedule:
     """What a realtime worker merges: every closed hour of the retention window, once, of each
-    site it has counted (the first time it sees a site, the hours before it started too: a
-    merge done already costs one step), in a background thread so that a merge never holds
-    up the batches. An hour is closed once the worker's event-time watermark is
+    site it has counted (the first time it sees a site, the hours before it started too: one
+    begin step looks at up to :data:`BEGIN_CHUNK` of them), in a background thread so that a
+    merge never holds up the batches. An hour is closed once the worker's event-time watermark is
     ``delay_ms`` past its end: a worker catching up on a backlog merges an hour when it has
     read past it, not while its events still arrive (each would then be written twice). A
     merge that fails is tried again later."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import msgspec
 import pytest
+import redis
 
 from footfall.config import Config
 from footfall.demo import DemoTraffic
@@ -71,6 +73,29 @@ def merge_closed(store: CounterStore, site: str, start: int, now: int) -> range:
     hours = closed_hours(start, now)
     assert HourMerger(store).merge(site, hours) == len(hours) * len(store.shards)
     return hours
+
+
+class CountingRedis(redis.Redis):
+    """A client of the same Redis that counts the scripts it ran (each one atomic step)."""
+
+    scripts = 0
+
+    def evalsha(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().evalsha(*args, **kwargs)  # a NOSCRIPT answer, then loaded and run again, counts once
+        self.scripts += 1
+        return result
+
+
+def test_the_quiet_hours_of_a_site_are_marked_merged_in_one_step_per_shard(any_store: CounterStore) -> None:
+    """Hours without an event of the site have nothing to merge: a worker's first look at a
+    site over the retention window is one begin step per shard, not one per hour."""
+    clients = [CountingRedis(connection_pool=client.connection_pool) for client in any_store.shards]
+    store, site = CounterStore(clients, any_store.layout), f"vh-{uuid.uuid4().hex[:8]}"
+    hours = range(int(time.time() // 3600) - 40, int(time.time() // 3600) - 1)  # closed, in the retention window
+    assert HourMerger(store).merge(site, hours) == len(hours) * len(clients)
+    assert [client.scripts for client in clients] == [1] * len(clients)
+    assert all(HourMerger(store).is_merged(site, hour) for hour in hours)
+    assert HourMerger(store).merge(site, hours) == 0
 
 
 def test_merged_hours_answer_what_their_minutes_answer(any_store: CounterStore) -> None:
