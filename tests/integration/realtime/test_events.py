@@ -118,12 +118,14 @@ def check(queries: RealtimeQueries, site: str, events: list[Event], start: int, 
     expected = truth(events, lambda e: start <= e.ts < end)
     names = queries.custom_events(site, start, end, limit=100)
     assert {r.value: r.events for r in names} == {k: v[0] for k, v in expected["event"].items()}
-    assert all(close(r.visitors, len(expected["event"][r.value][1])) for r in names)
+    estimates = {r.value: (r.visitors, len(expected["event"][r.value][1])) for r in names}
+    assert all(close(*pair) for pair in estimates.values()), estimates
     for prop in ("plan", "seats"):
         rows = queries.event_properties(site, "signup", prop, start, end, limit=100)
         want = expected[f"signup{SEP}{prop}"]
         assert {r.value: r.events for r in rows} == {k: v[0] for k, v in want.items()}
-        assert all(close(r.visitors, len(want[r.value][1])) for r in rows)
+        estimates = {r.value: (r.visitors, len(want[r.value][1])) for r in rows}  # (estimate, exact)
+        assert all(close(*pair) for pair in estimates.values()), (prop, start, end, estimates)
     goals = queries.goal_counts(site, GOALS, start, end)
     assert set(goals) == {g.goal_id for g in GOALS}
     for goal_id, count in goals.items():
