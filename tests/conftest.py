@@ -21,6 +21,22 @@ def cfg() -> Config:
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The test database is a file in the session's temporary folder, as a deployment's SQLite is.
+
+    Django's default in-memory test database shares one cache between connections, where a
+    connection meeting another's table lock fails at once ("database table is locked") instead
+    of waiting out the busy timeout; the in-thread Celery worker of the alert tests met it.
+    The name is set here, after pytest-django's per-worker suffix, because that suffix turned
+    the unset name into a path relative to the working directory.
+    """
+    for database in settings.DATABASES.values():
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.getbasetemp() / "footfall-test.sqlite3")
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """The run's one local Spark session (tests/spark_session.py), started when a test first
     asks for it: the transform tests and the rollups of integration tests share it."""

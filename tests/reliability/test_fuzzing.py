@@ -318,7 +318,8 @@ def produce_raw(cfg: Config, topic: str, payloads: list[bytes], sentinels: list[
     assert producer.flush(60) == 0
 
 
-@pytest.mark.django_db
+# Committed rows: the WSGI application closes the test's connection after each request.
+@pytest.mark.django_db(transaction=True)
 def test_fuzzing_api_decoder_enrichment_beacons_invalid_only_in_invalid_topic(
     cfg: Config,
     site_key: SiteKey,  # noqa: F811 - imported fixtures

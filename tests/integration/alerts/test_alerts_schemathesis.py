@@ -18,7 +18,8 @@ from tests.integration.api.test_schemathesis import CHECKS, EXAMPLES, unlimited 
 PREFIXES = ("/api/v1/sites/{site_id}/alerts/", "/api/v1/sites/{site_id}/reports/")
 
 
-@pytest.mark.django_db
+# Committed rows: the WSGI application closes the test's connection after each request.
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("unlimited")
 def test_alert_endpoints_conform_to_the_schema(manager: SiteKey) -> None:
     rule = AlertRule.objects.create(site=manager.site, name="Spike", kind="spike", threshold=3)

@@ -40,7 +40,8 @@ def unlimited(cfg: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("api.auth.footfall_config", lambda: dataclasses.replace(cfg, api_rate_per_minute=1_000_000))
 
 
-@pytest.mark.django_db
+# Committed rows: the WSGI application closes the test's connection after each request.
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("unlimited")
 def test_api_conforms_to_its_schema(site_key: SiteKey) -> None:
     schema = schemathesis.openapi.from_wsgi("/api/v1/schema?format=json", application)
