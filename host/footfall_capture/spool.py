@@ -45,6 +45,18 @@ _HEADER = struct.Struct(">II")
 SEGMENT_BYTES = 16 * 1024 * 1024  # rotate so replay can free space segment by segment
 
 
+PRIVATE_DIRECTORY = 0o700
+PRIVATE_FILE = 0o600
+
+
+def make_private_directory(directory: Path) -> None:
+    """Create ``directory`` (and its parents) if missing, and leave it 0700: the spool's own
+    folder is no one else's to list, whatever the umask or an earlier version made it."""
+    directory.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIRECTORY)
+    if directory.stat().st_mode & 0o777 != PRIVATE_DIRECTORY:
+        directory.chmod(PRIVATE_DIRECTORY)
+
+
 class SpoolFull(RuntimeError):
     """The spool reached its size bound; the caller must refuse the event (503)."""
 
@@ -159,10 +171,12 @@ class Spool:
         if self._pid != os.getpid():
             self._reset_numbering()
         self._file, self._pid = None, os.getpid()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_private_directory(self.directory)
         self._seq += 1
         path = self.directory / f"{int(time.time() * 1000):013d}-{self._pid}-{self._seq}.spool"
-        handle = path.open("ab")
+        # Spooled events are visitors' page views: readable by this account only (0600), not
+        # by the umask's usual 0644.
+        handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE), "ab")
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         fsync_directory(self.directory)  # the new file's name must survive a crash too
         self._file, self._path = handle, path

@@ -32,6 +32,23 @@ def test_appended_records_replay_in_order_and_are_removed(tmp_path: Path) -> Non
     assert list(tmp_path.glob("*.spool")) == []
 
 
+def test_the_spool_folder_and_its_segments_are_private(tmp_path: Path) -> None:
+    """0700 and 0600 whatever the umask, and a folder an earlier version made 0755 is tightened."""
+    old_umask = os.umask(0o022)
+    try:
+        fresh = tmp_path / "state" / "spool"
+        Spool(fresh, 1 << 20).append(b"event")
+        older = tmp_path / "older"
+        older.mkdir(mode=0o755)
+        Spool(older, 1 << 20).append(b"event")
+    finally:
+        os.umask(old_umask)
+    for folder in (fresh, older):
+        assert folder.stat().st_mode & 0o777 == 0o700
+        [segment] = folder.glob("*.spool")
+        assert segment.stat().st_mode & 0o777 == 0o600
+
+
 def test_failed_delivery_keeps_the_segment(tmp_path: Path) -> None:
     """A shortfall stops replay and keeps everything for the next try (re-sent, never lost)."""
     spool = Spool(tmp_path, 1 << 20)
