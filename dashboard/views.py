@@ -10,6 +10,7 @@ gunicorn and test servers serve it alike, and nobody reaches Dash around the log
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import io
 from functools import cache
 from math import ceil
@@ -53,6 +54,23 @@ def missing_extra() -> str | None:
         except ModuleNotFoundError:
             return module
     return None
+
+
+@cache
+def extra_requirements(extra: str = "dashboard") -> list[str]:
+    """The requirements the installed ``footfall`` distribution lists for ``extra`` (e.g.
+    ``dash<5,>=3``); empty when the distribution's metadata cannot be found.
+
+    The page names them rather than ``footfall[dashboard]``: ``footfall`` is no name this
+    project holds on PyPI, and pip would install whatever was published under it.
+    """
+    try:
+        listed = importlib.metadata.requires("footfall") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    # Core metadata writes an extra's marker as `extra == "name"` (PEP 685 normalizes the name).
+    wanted = f'extra == "{extra}"'
+    return [spec.strip().replace(" ", "") for spec, _, marker in (r.partition(";") for r in listed) if wanted in marker]
 
 
 class ThrottledAuthenticationForm(AuthenticationForm):
@@ -118,7 +136,8 @@ def forward(request: HttpRequest, rest: str = "") -> HttpResponse:
     503 with what to install when the server was installed without the ``dashboard`` extra."""
     missing = missing_extra()
     if missing is not None:
-        return render(request, "dashboard/not_installed.html", {"module": missing}, status=503)
+        context = {"module": missing, "requirements": extra_requirements()}
+        return render(request, "dashboard/not_installed.html", context, status=503)
     if not has_any_grant(request):
         if _is_page(request, rest):
             return redirect_to_login(request.get_full_path())

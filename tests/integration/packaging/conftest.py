@@ -18,7 +18,6 @@ NOT_SOURCE = shutil.ignore_patterns(".git", "var", "artifacts", "build", "dist",
 
 @dataclass(frozen=True)
 class Wheels:
-    folder: Path  # both wheels: pip's --find-links for the server's dependency on the capture library
     capture: Path  # footfall-capture, built from host/
     server: Path  # footfall
 
@@ -35,4 +34,4 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Wheels:
     )  # fmt: skip
     [capture] = folder.glob("footfall_capture-*.whl")
     [server] = folder.glob("footfall-*.whl")
-    return Wheels(folder, capture, server)
+    return Wheels(capture, server)
