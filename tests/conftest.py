@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -9,6 +10,7 @@ import pytest
 from django.conf import settings
 
 from footfall.config import Config
+from footfall_capture.quiet_log import OncePerKind
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,6 +20,16 @@ if TYPE_CHECKING:
 def cfg() -> Config:
     """The process's Footfall configuration (pointed at the test stack by deploy/local/test.sh)."""
     return settings.FOOTFALL
+
+
+@pytest.fixture(autouse=True)
+def quiet_logs_start_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sees its own first log line of a kind: the once-a-minute filters
+    (footfall_capture/quiet_log.py) forget the lines earlier tests of the process logged."""
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        for quiet in getattr(logger, "filters", ()):
+            if isinstance(quiet, OncePerKind):
+                monkeypatch.setattr(quiet, "seen", {})
 
 
 @pytest.fixture(scope="session")

@@ -6,14 +6,14 @@ within a partition and a write acknowledged by the brokers survives the loss of 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 from footfall_capture.kafka_security import KafkaSecurity
+from footfall_capture.quiet_log import librdkafka_kind, quiet_logger
 
 # librdkafka writes its own log lines to stderr unless given a logger; route them through
-# logging so operators filter and ship them like everything else.
-KAFKA_LOG = logging.getLogger("footfall.kafka")
+# logging so operators filter and ship them like everything else, one line per kind a minute.
+KAFKA_LOG = quiet_logger("footfall.kafka", librdkafka_kind)
 
 
 @dataclass(frozen=True, slots=True)

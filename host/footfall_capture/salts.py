@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import logging
 import secrets
 import threading
 import time
@@ -31,7 +30,9 @@ from zoneinfo import ZoneInfo
 
 import redis
 
-log = logging.getLogger(__name__)
+from footfall_capture.quiet_log import quiet_logger
+
+log = quiet_logger(__name__)
 
 SALT_POLICIES = ("daily", "daily_site_tz")
 GRACE = dt.timedelta(minutes=10)

@@ -17,7 +17,6 @@ after the producer's final flush (the middleware's queue draining at exit) is no
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import threading
 import time
@@ -28,10 +27,11 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from footfall_capture.events import Event, InvalidEvent, decode, encode, event_key
 from footfall_capture.kafka import KafkaSettings, producer_config
+from footfall_capture.quiet_log import quiet_logger
 from footfall_capture.settings import CaptureSettings
 from footfall_capture.spool import Spool, SpoolFull
 
-log = logging.getLogger(__name__)
+log = quiet_logger(__name__)
 
 PROBE_INTERVAL_S = 2.0  # how often a process that saw Kafka down checks whether it is back
 # Producers that make events for others (the collector, the middleware) linger longer than

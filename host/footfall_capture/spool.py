@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
 import struct
 import threading
@@ -38,8 +37,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from footfall_capture.durable import fsync_directory
+from footfall_capture.quiet_log import quiet_logger
 
-log = logging.getLogger(__name__)
+log = quiet_logger(__name__)
 
 _HEADER = struct.Struct(">II")
 SEGMENT_BYTES = 16 * 1024 * 1024  # rotate so replay can free space segment by segment

@@ -9,6 +9,7 @@ while the stack's Redis is stopped. What the install pulled in is printed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -70,11 +71,15 @@ def host_environment() -> dict[str, str]:
 def host(request: pytest.FixtureRequest, wheels: Wheels, cfg: Config, tmp_path_factory: pytest.TempPathFactory,
          ) -> Host:  # fmt: skip
     """A fresh venv with the wheel and Django ``request.param``, and a project set up as docs/host-package.md says."""
-    root = tmp_path_factory.mktemp(f"host-django-{request.param}")
+    return make_host(tmp_path_factory.mktemp(f"host-django-{request.param}"), wheels, cfg, request.param)
+
+
+def make_host(root: Path, wheels: Wheels, cfg: Config, django: str) -> Host:
+    """A venv in ``root`` with the wheel and Django ``django``, and a project set up as docs/host-package.md says."""
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, str(wheels.capture), f"django~={request.param}.0"], check=True, timeout=600)
+    subprocess.run([*pip, str(wheels.capture), f"django~={django}.0"], check=True, timeout=600)
     subprocess.run([str(venv / "bin" / "django-admin"), "startproject", "hostsite", str(root)], check=True)
     host = Host(venv, root, f"host-{uuid.uuid4().hex[:8]}")
     (root / "hostsite" / "views.py").write_text(PAGE_VIEW)
@@ -135,16 +140,24 @@ def test_the_host_gains_no_table_and_no_command(host: Host) -> None:
 @pytest.fixture(scope="module")
 def running_host(host: Host) -> Iterator[str]:
     """The host's own development server (DEBUG off), answering on a free port."""
+    with run_host(host, host.project / "server.log") as base:
+        yield base
+
+
+@contextlib.contextmanager
+def run_host(host: Host, log_path: Path, settings: str = "hostsite.settings") -> Iterator[str]:
+    """``manage.py runserver`` of ``host`` with ``settings``, its output in ``log_path``; its URL."""
     port = free_port()
-    log = (host.project / "server.log").open("w")
+    log = log_path.open("w")
     server = subprocess.Popen(
         [str(host.venv / "bin" / "python"), "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=host.project, env=host_environment(), stdout=log, stderr=subprocess.STDOUT,
+        cwd=host.project, env={**host_environment(), "DJANGO_SETTINGS_MODULE": settings},
+        stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: server.poll() is not None or answers(base + "/"), 60, "the host answering")
-        assert server.poll() is None, (host.project / "server.log").read_text()
+        assert server.poll() is None, log_path.read_text()
         yield base
     finally:
         server.terminate()
