@@ -47,6 +47,13 @@ class RequestFacts:
     origin: str | None = None
 
 
+def salt_store(cfg: Config) -> SaltStore:
+    """The server's store of daily salts: its Redis, and the late-event window as their lifetime."""
+    return SaltStore(
+        redis.Redis.from_url(cfg.redis_url, socket_timeout=2), dt.timedelta(milliseconds=cfg.ingest_max_age_ms)
+    )
+
+
 class Ingestor:
     """Everything the collection endpoints need, built once per process."""
 
@@ -61,9 +68,7 @@ class Ingestor:
         self.cfg = cfg
         self.sink = sink
         self.sites = sites or SiteRegistry()
-        self.salts = salts or SaltStore(
-            redis.Redis.from_url(cfg.redis_url, socket_timeout=2), dt.timedelta(milliseconds=cfg.ingest_max_age_ms)
-        )
+        self.salts = salts or salt_store(cfg)
         self.limiter = limiter or RateLimiter(cfg.client_rate, cfg.client_burst)
         # Built on the first beacon of a process (or at server start by BeaconMiddleware):
         # load the enrichment tables once, now, not a piece in each of the first requests.

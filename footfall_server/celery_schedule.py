@@ -10,6 +10,8 @@ entry                      when             what
 ``realtime-housekeeping``  every minute     realtime retention: drop heartbeats of workers gone
                                             for a day (counters expire by TTL), record health
 ``replay-spool``           every 5 minutes  replay events spooled by collectors that are gone
+``make-salts-ahead``       every 10 minutes create the daily salts of yesterday to the day after
+                                            tomorrow (UTC) if missing, for read-only host users
 ``check-alerts``           every minute     check every enabled alert rule, open and resolve
                                             episodes, re-queue lost deliveries
 ``send-reports``           hh:07 hourly     weekly and monthly email reports due (each sent once;
@@ -44,6 +46,11 @@ SCHEDULE = {
         "task": "collector.tasks.replay_spool",
         "schedule": 300.0,
         "options": {"expires": 290},
+    },
+    "make-salts-ahead": {
+        "task": "collector.tasks.make_salts_ahead",
+        "schedule": 600.0,
+        "options": {"expires": 590},
     },
     "check-alerts": {
         "task": "alerts.tasks.check_alerts",

@@ -16,6 +16,11 @@ own window (``EXPIREAT … GT``), so the longest window among the processes shar
 
 Policies: ``daily`` rotates at midnight UTC; ``daily_site_tz`` rotates at midnight in the
 site's time zone, so "unique visitors today" follows the site's own day.
+
+A host site whose Redis user may only read the salt keys (docs/security.md, ``manage.py
+redis_host_user``) cannot create a salt: its store falls back to reading them the first time
+Redis refuses it, and the server creates each day's ahead (:func:`salt_days_around`, the
+``make-salts-ahead`` task), so every day's salt exists before any site needs it.
 """
 
 from __future__ import annotations
@@ -49,6 +54,13 @@ _DAY_MS = 86_400_000
 
 class SaltUnavailable(RuntimeError):
     """The salt of a day is neither held in memory nor reachable in Redis."""
+
+
+def salt_days_around(now: dt.datetime) -> list[dt.date]:
+    """Every day whose salt an event of ``now`` may need under either policy, and the day after
+    each (which a store fetches along with a day): the dates of ``now`` from UTC-12 to UTC+14."""
+    first, last = (now - dt.timedelta(hours=12)).date(), (now + dt.timedelta(hours=14)).date()
+    return [first + n * ONE_DAY for n in range((last - first).days + 2)]
 
 
 def salt_day(ts_ms: int, policy: str, tz: str) -> dt.date:
@@ -88,6 +100,7 @@ class SaltStore:
         self._held: dict[dt.date, tuple[bytes, dt.datetime]] = {}
         self._lock = threading.Lock()
         self._retry_at = 0.0  # monotonic time before which Redis is not asked again after a failure
+        self.read_only = False  # set once Redis refused to create a salt: this user may only read them
 
     def salt(self, day: dt.date) -> bytes:
         """The salt of ``day``; raise :class:`SaltUnavailable` if it is neither held nor reachable."""
@@ -100,10 +113,20 @@ class SaltStore:
         if time.monotonic() < self._retry_at:
             raise SaltUnavailable(f"no salt held for {day} and Redis was unreachable moments ago")
         try:
-            return self._fetch((day, day + ONE_DAY), now)[day]
+            fetched = self._fetch((day, day + ONE_DAY), now)
         except redis.RedisError as exc:
             self._failed(exc)
             raise SaltUnavailable(f"no salt held for {day} and Redis is unreachable ({exc})") from exc
+        if day not in fetched:  # only when reading: nobody made it yet
+            self._retry_at = time.monotonic() + RETRY_S
+            log.warning("no salt for %s in Redis yet: the server makes each day's ahead (make-salts-ahead)", day)
+            raise SaltUnavailable(f"no salt for {day} in Redis yet, and this Redis user may not create one")
+        return fetched[day]
+
+    def make(self, days: list[dt.date]) -> None:
+        """Create the salts of ``days`` that do not exist yet (and extend their expiry to this
+        store's window), as :meth:`salt` would; raise ``redis.RedisError`` if Redis refuses."""
+        self._fetch(tuple(days), self.clock())
 
     def _prefetch(self, day: dt.date, now: dt.datetime) -> None:
         if time.monotonic() < self._retry_at:
@@ -119,8 +142,37 @@ class SaltStore:
         self._retry_at = time.monotonic() + RETRY_S
 
     def _fetch(self, days: tuple[dt.date, ...], now: dt.datetime) -> dict[dt.date, bytes]:
-        pipe = self.client.pipeline(transaction=True)
+        """Get-or-create the salts of ``days`` (only get, once Redis refused to create), hold
+        them, and return those that exist."""
         deadlines = {day: expires_at(day, now, self.late_window) for day in days}
+        if not self.read_only:
+            try:
+                replies = self._get_or_create(deadlines)
+            except redis.exceptions.NoPermissionError as exc:
+                self.read_only = True
+                log.warning("this Redis user may only read salts (%s); the server makes them ahead", exc)
+        if self.read_only:
+            replies = self._get(deadlines)
+        fetched: dict[dt.date, bytes] = {}
+        with self._lock:
+            held = {d: v for d, v in self._held.items() if v[1] > now}
+            for index, (day, deadline) in enumerate(deadlines.items()):
+                value, expire_ts = replies[2 * index], replies[2 * index + 1]
+                if value is None:
+                    if self.read_only:
+                        continue
+                    raise redis.RedisError(f"salt {KEY.format(day=day.isoformat())} vanished right after it was set")
+                # EXPIRETIME is -1 for a key without expiry: then the store's own deadline holds.
+                expires = deadline if expire_ts < 0 else dt.datetime.fromtimestamp(expire_ts, dt.UTC)
+                held[day] = (value, min(deadline, expires))
+                fetched[day] = value
+            self._held = held
+        self._retry_at = 0.0
+        return fetched
+
+    def _get_or_create(self, deadlines: dict[dt.date, dt.datetime]) -> list:
+        """In one transaction: create each missing salt, extend its expiry to ours; its value and expiry."""
+        pipe = self.client.pipeline(transaction=True)
         for day, deadline in deadlines.items():
             key = KEY.format(day=day.isoformat())
             pipe.set(key, secrets.token_bytes(32), nx=True, exat=int(deadline.timestamp()))
@@ -128,15 +180,13 @@ class SaltStore:
             pipe.get(key)
             pipe.expiretime(key)
         replies = pipe.execute()
-        fetched: dict[dt.date, bytes] = {}
-        with self._lock:
-            held = {d: v for d, v in self._held.items() if v[1] > now}
-            for index, (day, deadline) in enumerate(deadlines.items()):
-                value, expire_ts = replies[4 * index + 2], replies[4 * index + 3]
-                if value is None:
-                    raise redis.RedisError(f"salt {KEY.format(day=day.isoformat())} vanished right after it was set")
-                held[day] = (value, min(deadline, dt.datetime.fromtimestamp(max(expire_ts, 0), dt.UTC)))
-                fetched[day] = value
-            self._held = held
-        self._retry_at = 0.0
-        return fetched
+        return [reply for index, reply in enumerate(replies) if index % 4 >= 2]
+
+    def _get(self, deadlines: dict[dt.date, dt.datetime]) -> list:
+        """Each salt's value and expiry, creating none (what a read-only Redis user may do)."""
+        pipe = self.client.pipeline(transaction=False)  # MULTI is a command such a user lacks
+        for day in deadlines:
+            key = KEY.format(day=day.isoformat())
+            pipe.get(key)
+            pipe.expiretime(key)
+        return pipe.execute()

@@ -35,6 +35,7 @@ SERVER_ONLY = {"pyarrow", "pyspark", "dash", "plotly", "celery", "pymongo", "dja
 SERVER_COMMANDS = {
     "create_site", "create_api_key", "demo_traffic", "import_events", "replay_spool", "rollup", "compact_archive",
     "run_archiver", "realtime_stats", "rebuild_realtime", "run_realtime", "dashboard_user", "share_link",
+    "kafka_topics", "kafka_host_user", "redis_host_user",
 }  # fmt: skip
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 PAGE_VIEW = """

@@ -1,7 +1,9 @@
-"""A Kafka broker with a SASL_SSL listener (SCRAM-SHA-512 and PLAIN), made and run by the tests.
+"""A Kafka broker with a SASL_SSL listener (SCRAM-SHA-512 and PLAIN) and ACLs, made and run by the tests.
 
 The certificates are made here (a CA, and the broker's certificate for 127.0.0.1/localhost,
-as a PEM keystore), the SCRAM user is created when the log is formatted, and the broker runs
+as a PEM keystore), the SCRAM user is created when the log is formatted, ACLs are enforced
+(``StandardAuthorizer``: the server's user and the plaintext controller and inter-broker
+listeners' ``ANONYMOUS`` are super users, as docs/security.md says), and the broker runs
 from the local stack's Kafka jars as a subprocess on ``FOOTFALL_TEST_SECURE_KAFKA_PORT``
 (default: the stack's Kafka port + 20; + 21 is its controller, + 22 its internal listener).
 """
@@ -52,6 +54,8 @@ listener.name.secure.ssl.keystore.type=PEM
 listener.name.secure.ssl.keystore.location={keystore}
 log.dirs={data}
 auto.create.topics.enable=false
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:{user};User:ANONYMOUS
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from collector.ratelimit import RateLimiter
-from footfall_capture.salts import expires_at, salt_day
+from footfall_capture.salts import expires_at, salt_day, salt_days_around
 
 
 class Clock:
@@ -66,3 +66,18 @@ def test_a_past_days_salt_lives_the_late_window_after_its_last_use() -> None:
     now = dt.datetime(2026, 11, 21, 9, tzinfo=dt.UTC)
     week = dt.timedelta(days=7)
     assert expires_at(dt.date(2026, 1, 1), now, week) == now + week + dt.timedelta(minutes=10)
+
+
+def test_the_salt_days_around_now_cover_every_time_zone_and_the_day_after() -> None:
+    """From UTC-12 to UTC+14, and the next day of each (a store fetches it along)."""
+    noon = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.UTC)
+    assert salt_days_around(noon) == [dt.date(2026, 11, 28), dt.date(2026, 11, 29), dt.date(2026, 11, 30)]
+    early = dt.datetime(2026, 11, 28, 3, 0, tzinfo=dt.UTC)  # still the 27th at UTC-12
+    assert salt_days_around(early) == [dt.date(2026, 11, d) for d in (27, 28, 29)]
+    late = dt.datetime(2026, 11, 28, 23, 0, tzinfo=dt.UTC)  # the 29th at UTC+14 and already at UTC+1
+    assert salt_days_around(late) == [dt.date(2026, 11, d) for d in (28, 29, 30)]
+    for hour in range(24):
+        now = dt.datetime(2026, 11, 28, hour, 30, tzinfo=dt.UTC)
+        for offset in range(-12, 15):
+            local = (now + dt.timedelta(hours=offset)).date()
+            assert {local, local + dt.timedelta(days=1)} <= set(salt_days_around(now))
