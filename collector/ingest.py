@@ -21,6 +21,7 @@ from footfall.config import Config
 from footfall_capture.accept import Accepted, accept
 from footfall_capture.enrich.pipeline import SiteContext
 from footfall_capture.enrich.steps import warm_up
+from footfall_capture.enrich.visitor import site_salt
 from footfall_capture.events import InvalidEvent
 from footfall_capture.salts import SaltStore, SaltUnavailable, salt_day
 from footfall_capture.sink import KafkaSink, SinkUnavailable
@@ -124,7 +125,7 @@ class Ingestor:
             domains=site.domains,
             respect_dnt=site.respect_dnt,
             drop_bots=site.drop_bots,
-            salt=salt,
+            salt=site_salt(salt, site.site_id),
         )
         try:
             return accept(draft, ctx, self.sink)

@@ -34,6 +34,7 @@ from django.http import HttpRequest, HttpResponse
 from footfall_capture.accept import accept
 from footfall_capture.enrich.pipeline import SiteContext
 from footfall_capture.enrich.steps import warm_up
+from footfall_capture.enrich.visitor import site_salt
 from footfall_capture.events import InvalidEvent
 from footfall_capture.hits import Hit
 from footfall_capture.page_urls import PageUrls
@@ -118,10 +119,12 @@ class ClickstreamMiddleware:
         self._salt(int(time.time() * 1000))
 
     def _salt(self, ts: int) -> bytes:
+        """The site's salt of the day of ``ts`` (raises :class:`TryLater` while none is held)."""
         try:
-            return self.salts.salt(salt_day(ts, self.settings.salt_policy, self.settings.timezone))
+            day_salt = self.salts.salt(salt_day(ts, self.settings.salt_policy, self.settings.timezone))
         except SaltUnavailable as exc:
             raise TryLater(str(exc)) from None
+        return site_salt(day_salt, self.settings.site_id)
 
     def _deliver(self, hit: Hit) -> None:
         """On the worker thread: the hit's event through ``accept`` (failures, a disallowed

@@ -45,7 +45,7 @@ class SiteContext:
     domains: tuple[str, ...] = ()  # the site's own host names: referrers from them are "internal"
     respect_dnt: bool = True
     drop_bots: bool = False  # default: keep bots, flagged ua.is_bot, so the batch can count them apart
-    salt: bytes = b""  # today's secret salt for the cookieless visitor id
+    salt: bytes = b""  # the site's secret salt of the day (visitor.site_salt), keying the visitor id
 
 
 @dataclass(slots=True)

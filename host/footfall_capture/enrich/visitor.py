@@ -7,8 +7,11 @@ Contracts:
   derived from a visitor who asked not to be tracked.
 * :func:`assign_visitor_id` sets ``draft.visitor_id`` to 32 lower-case hex characters: a
   keyed BLAKE2b (16-byte digest) of the site id, the IP and the User-Agent, keyed with
-  ``ctx.salt``. With a salt that rotates daily and is then forgotten, the id counts unique
-  visitors within a day and cannot be reversed to an IP or linked across days or sites.
+  ``ctx.salt``, the site's salt of the day (:func:`site_salt`). With a salt that rotates daily
+  and is then forgotten, the id counts unique visitors within a day and cannot be reversed to
+  an IP or linked across days or sites. A site's salt makes that site's ids and no other's,
+  so it is what a host site computing its own visitors' ids may be given; the day's salt,
+  which makes every site's, stays with the server.
   Each input is length-prefixed so no two different inputs hash the same bytes
   (``("ab", "c")`` vs ``("a", "bc")``). The IP is hashed in its canonical form, so the
   spellings of one address (``::ffff:1.2.3.4`` and ``1.2.3.4``, upper/lower-case IPv6)
@@ -28,6 +31,16 @@ from footfall_capture.enrich.pipeline import Draft, Drop, DropReason, SiteContex
 
 VISITOR_ID_BYTES: Final = 16  # 32 hex characters
 MAX_SALT_BYTES: Final = hashlib.blake2b.MAX_KEY_SIZE  # 64: BLAKE2b's key limit
+SITE_SALT_BYTES: Final = 32
+SITE_SALT_PERSON: Final = b"footfall-site"  # BLAKE2b personalization: a site salt is no other digest
+
+
+def site_salt(day_salt: bytes, site_id: str) -> bytes:
+    """One site's salt of a day: the keyed BLAKE2b (32 bytes) of the site id under the day's salt."""
+    if not day_salt:
+        raise ValueError("site salt: the day's salt is empty; the collector must set today's secret salt")
+    data = site_id.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, key=day_salt, digest_size=SITE_SALT_BYTES, person=SITE_SALT_PERSON).digest()
 
 
 def respect_dnt(draft: Draft, ctx: SiteContext) -> Draft:

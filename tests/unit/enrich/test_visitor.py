@@ -7,7 +7,7 @@ import re
 import pytest
 
 from footfall_capture.enrich.pipeline import Drop, DropReason, SiteContext
-from footfall_capture.enrich.visitor import assign_visitor_id, respect_dnt, visitor_id
+from footfall_capture.enrich.visitor import assign_visitor_id, respect_dnt, site_salt, visitor_id
 from tests.unit.enrich.drafts import CHROME_WINDOWS, CTX, PUBLIC_IP, SAFARI_IPHONE, SALT, make_draft
 
 OTHER_SALT = b"fedcba9876543210fedcba9876543210"
@@ -90,3 +90,20 @@ def test_dnt_passes_otherwise(dnt: bool, respect: bool) -> None:
     """Without DNT, or on a site that ignores it, the draft passes unchanged."""
     draft = make_draft(dnt=dnt)
     assert respect_dnt(draft, SiteContext(site_id="shop", respect_dnt=respect, salt=SALT)) is draft
+
+
+def test_a_sites_salt_is_its_own_and_of_its_day() -> None:
+    """32 bytes, the same for the same day and site, another for another site or day."""
+    shop = site_salt(SALT, "shop")
+    assert len(shop) == 32
+    assert shop == site_salt(SALT, "shop")
+    assert shop not in {site_salt(SALT, "blog"), site_salt(OTHER_SALT, "shop"), SALT}
+    with pytest.raises(ValueError, match="empty"):
+        site_salt(b"", "shop")
+
+
+def test_a_sites_salt_makes_its_visitor_ids_and_no_other_sites() -> None:
+    """What the collector computes from the day's salt, a host given only its site's salt computes too."""
+    shop = site_salt(SALT, "shop")
+    assert vid(salt=shop, site="shop") == visitor_id(shop, "shop", PUBLIC_IP, CHROME_WINDOWS)
+    assert vid(salt=site_salt(SALT, "blog"), site="blog") != visitor_id(shop, "blog", PUBLIC_IP, CHROME_WINDOWS)
