@@ -84,6 +84,19 @@ class Ingestor:
             raise Rejected(403, "origin_not_allowed", f"origin {origin!r} may not send events for {site_id!r}")
         return info
 
+    def site_salts(self, site: SiteInfo, now_ms: int) -> dict[str, bytes]:
+        """``site``'s salts of the day of ``now_ms`` under its policy, and of the days before and
+        after (an event made just before midnight may be sent after it): ISO day -> salt.
+        Raise :class:`Rejected` 503 while the day's salts are unavailable."""
+        today = salt_day(now_ms, site.salt_policy, site.timezone)
+        try:
+            return {
+                day.isoformat(): site_salt(self.salts.salt(day), site.site_id)
+                for day in (today - dt.timedelta(days=1), today, today + dt.timedelta(days=1))
+            }
+        except SaltUnavailable as exc:
+            raise Rejected(503, "salt_unavailable", "the salts cannot be read right now", retry_after=5) from exc
+
     def check_rate(self, facts: RequestFacts) -> None:
         # Keyed by a digest so the limiter's memory never holds raw addresses either.
         key = hashlib.blake2b((facts.ip or "-").encode(), digest_size=8).hexdigest()

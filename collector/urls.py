@@ -9,4 +9,5 @@ urlpatterns = [
     path("p.gif", views.pixel, name="pixel"),
     path("footfall.js", views.tracker, name="tracker"),
     path("api/v1/sites/<slug:site_id>/events", views.ingest_batch, name="ingest-batch"),
+    path("api/v1/sites/<slug:site_id>/salts", views.site_salts, name="site-salts"),
 ]

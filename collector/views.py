@@ -1,5 +1,6 @@
 """Public collection endpoints: ``POST /collect``, ``GET /p.gif``, ``GET /footfall.js``,
-and the API-key authenticated batch ``POST /api/v1/sites/<site_id>/events``.
+and, with an API key of scope ``ingest``, the batch ``POST /api/v1/sites/<site_id>/events``
+and the site's salts ``GET /api/v1/sites/<site_id>/salts``.
 
 Answers: 202 accepted (queued to Kafka or durably spooled; or ignored by policy, e.g.
 Do-Not-Track), 400 malformed (with a reason code), 401/404 bad key, 403 unknown site,
@@ -224,3 +225,26 @@ def ingest_batch(request: HttpRequest, site_id: str) -> HttpResponse:
             results.append({"index": index, "status": "rejected", "error": exc.reason, "detail": exc.detail})
     accepted = sum(1 for r in results if r["status"] in {"queued", "spooled", "ignored"})
     return _json({"accepted": accepted, "rejected": len(results) - accepted, "results": results}, status=202)
+
+
+@require_http_methods(["GET"])
+def site_salts(request: HttpRequest, site_id: str) -> HttpResponse:
+    """The site's salts of yesterday, today and tomorrow (its salt policy's days), for a sender
+    that computes its visitors' ids itself (a host site's HTTP transport): a key of scope
+    ``ingest`` of that site only, and salts that make that site's ids and no other's."""
+    try:
+        _bearer_key(request, site_id, "ingest")
+        ingestor = get_ingestor()
+        site = ingestor.site(site_id)
+        salts = ingestor.site_salts(site, _now_ms())
+    except Rejected as exc:
+        return _error(exc.status, exc.reason, exc.detail, exc.retry_after)
+    body = {
+        "site_id": site.site_id,
+        "policy": site.salt_policy,
+        "timezone": site.timezone,
+        "salts": [{"day": day, "salt": salt.hex()} for day, salt in salts.items()],
+    }
+    resp = _json(body)
+    resp["Cache-Control"] = "no-store"  # secrets: no proxy or browser may keep them
+    return resp
