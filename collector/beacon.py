@@ -63,6 +63,11 @@ class Beacon(msgspec.Struct, forbid_unknown_fields=False):
     method: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{1,16}$")] | None = None
     status: Annotated[int, msgspec.Meta(ge=100, le=599)] | None = None
     duration_ms: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    # A sender holding the site's salt (GET /api/v1/sites/<site>/salts) computes the visitor id
+    # itself; its ``ip`` then only places the visitor (a network prefix will do). ``dnt``: the
+    # visitor asked not to be tracked, judged by the site's policy here.
+    visitor_id: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{32}$")] | None = None
+    dnt: bool | None = None
 
     def __post_init__(self) -> None:
         if self.type == "pageview" and not self.url:
@@ -179,6 +184,8 @@ def to_draft(
     """A :class:`Draft` for enrichment. The client's ``ts`` is honoured only when
     ``ts_window`` = (max age, max skew ahead) in ms is given and it falls inside it."""
     ts = now_ms
+    if ts_window is None and (beacon.visitor_id is not None or beacon.dnt is not None):
+        raise BadBeacon("invalid_field", "`visitor_id` and `dnt` may only be set by server-side batches")
     if beacon.ts is not None:
         if ts_window is None:
             raise BadBeacon("invalid_field", "`ts` may only be set by server-side batches")
@@ -201,5 +208,6 @@ def to_draft(
         duration_ms=beacon.duration_ms,
         ip=ip,
         user_agent=user_agent,
-        dnt=dnt,
+        dnt=dnt or bool(beacon.dnt),
+        visitor_id=beacon.visitor_id,
     )

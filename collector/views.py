@@ -5,8 +5,9 @@ and the site's salts ``GET /api/v1/sites/<site_id>/salts``.
 Answers: 202 accepted (queued to Kafka or durably spooled; or ignored by policy, e.g.
 Do-Not-Track), 400 malformed (with a reason code), 401/404 bad key, 403 unknown site,
 origin not allowed, or a page URL off the site's listed domains (``page_host_not_allowed``),
-413 body over 64 KiB (refused before reading it), 429 flooding client (with
-Retry-After), 503 when the event can neither be queued nor spooled.
+413 body over 64 KiB (refused before reading it), 415 a batch in an encoding other than
+gzip, 429 flooding client (with Retry-After), 503 when the event can neither be queued nor
+spooled.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import zlib
 from functools import cache
 from pathlib import Path
 
@@ -102,6 +104,30 @@ def _read_body(request: HttpRequest, limit: int) -> bytes:
     if len(body) > limit:
         raise Rejected(413, "body_too_large", f"more than {limit} bytes")
     return body
+
+
+def _batch_body(request: HttpRequest) -> bytes:
+    """A batch's JSON: the body as sent, or inflated from gzip (``Content-Encoding: gzip``);
+    at most :data:`MAX_BATCH_BYTES` either way.
+
+    zlib rather than :func:`gzip.decompress`, which inflates everything it is given: a few
+    kilobytes of zeros would become gigabytes. Here inflating stops at the bound."""
+    body = _read_body(request, MAX_BATCH_BYTES)
+    encoding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding != "gzip":
+        raise Rejected(415, "unsupported_content_encoding", f"{encoding!r}: send gzip or no encoding")
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # 16+: gzip's header and trailer
+    try:
+        data = inflater.decompress(body, MAX_BATCH_BYTES + 1)
+    except zlib.error as exc:
+        raise Rejected(400, "bad_gzip", f"the body is not gzip: {exc}") from None
+    if len(data) > MAX_BATCH_BYTES:
+        raise Rejected(413, "body_too_large", f"more than {MAX_BATCH_BYTES} bytes once inflated")
+    if not inflater.eof:
+        raise Rejected(400, "bad_gzip", "the gzip stream ends early")
+    return data
 
 
 def _accept(request: HttpRequest, beacon: Beacon, facts: RequestFacts) -> Accepted:
@@ -196,7 +222,7 @@ def ingest_batch(request: HttpRequest, site_id: str) -> HttpResponse:
         any_host = ANY_HOST_SCOPE in key.scopes
         ingestor = get_ingestor()
         site = ingestor.site(site_id)
-        items = parse_batch(_read_body(request, MAX_BATCH_BYTES), MAX_BATCH)
+        items = parse_batch(_batch_body(request), MAX_BATCH)
     except BadBeacon as exc:
         return _error(400, exc.reason, exc.detail)
     except Rejected as exc:

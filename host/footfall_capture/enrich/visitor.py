@@ -71,10 +71,12 @@ def _digest(salt: bytes, site_id: str, canonical_ip: str, user_agent: str) -> st
 
 
 def assign_visitor_id(draft: Draft, ctx: SiteContext) -> Draft:
-    """Set ``draft.visitor_id``, then erase the IP and the raw User-Agent from the draft."""
-    parsed = draft.parsed_ip()  # parsed once, for geolocation and here
-    canonical = _canonical_ip(draft.ip) if parsed is None else _hashed_text(parsed)
-    draft.visitor_id = _digest(ctx.salt, draft.site_id, canonical, draft.user_agent)
+    """Set ``draft.visitor_id`` (unless its sender computed it with the site's salt), then erase
+    the IP and the raw User-Agent from the draft."""
+    if draft.visitor_id is None:
+        parsed = draft.parsed_ip()  # parsed once, for geolocation and here
+        canonical = _canonical_ip(draft.ip) if parsed is None else _hashed_text(parsed)
+        draft.visitor_id = _digest(ctx.salt, draft.site_id, canonical, draft.user_agent)
     draft.forget_ip()
     return draft
 
