@@ -62,6 +62,7 @@ class ClickstreamMiddleware:
         self.worker = BackgroundWorker()
         self.sink = shared_sink(capture)
         self.salts = SaltStore(redis.Redis.from_url(capture.redis_url, socket_timeout=2), capture.late_window)
+        self._day_salt, self._site_salt = b"", b""  # the last day's salt seen, and the site's salt derived from it
         self._context = lru_cache(maxsize=16)(self._new_context)  # per (salt, host): both rarely change
         # Built when the server loads the app: load the enrichment tables now (pure data,
         # safe before a fork) rather than in the first page views, and fetch today's and
@@ -124,7 +125,9 @@ class ClickstreamMiddleware:
             day_salt = self.salts.salt(salt_day(ts, self.settings.salt_policy, self.settings.timezone))
         except SaltUnavailable as exc:
             raise TryLater(str(exc)) from None
-        return site_salt(day_salt, self.settings.site_id)
+        if day_salt is not self._day_salt:  # derived again only when the day's salt changes (worker thread only)
+            self._day_salt, self._site_salt = day_salt, site_salt(day_salt, self.settings.site_id)
+        return self._site_salt
 
     def _deliver(self, hit: Hit) -> None:
         """On the worker thread: the hit's event through ``accept`` (failures, a disallowed
