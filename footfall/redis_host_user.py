@@ -15,7 +15,6 @@ import redis
 
 from footfall_capture.salts import KEY
 
-MIN_PASSWORD_CHARS = 16
 # The user's whole rule set after ``reset`` (no password, keys, channels or commands): read-only
 # access (%R~) to the salt keys and the two commands the salt store reads them with.
 RULES = ("on", f"%R~{KEY.format(day='*')}", "+get", "+expiretime")
@@ -27,8 +26,6 @@ class HostUserError(RuntimeError):
 
 def create_host_user(client: redis.Redis, user: str, password: str) -> None:
     """Create (or reset) ``user`` with :data:`RULES` and ``password``, sent as its SHA-256 only."""
-    if len(password) < MIN_PASSWORD_CHARS:
-        raise HostUserError(f"the password has {len(password)} characters, at least {MIN_PASSWORD_CHARS} are needed")
     digest = hashlib.sha256(password.encode()).hexdigest()
     try:
         client.execute_command("ACL", "SETUSER", user, "reset", f"#{digest}", *RULES)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from footfall.config import footfall_config
 from footfall.kafka_host_user import HostUserError, create_host_user, remove_host_user
 from footfall.kafka_topics import admin_client
-from footfall.management.password_file import read_password_file
+from footfall.management.host_user_arguments import add_host_user_arguments, read_password_file
 
 
 class Command(BaseCommand):
@@ -20,9 +18,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("user", help="the user's name, e.g. host-shop")
-        parser.add_argument("--password-file", type=Path, help="a file holding the password ('-': standard input)")
-        parser.add_argument("--remove", action="store_true", help="delete the user's ACLs and credential")
+        add_host_user_arguments(parser, "the user's ACLs and credential")
 
     def handle(self, *args: object, **opts: object) -> None:
         cfg = footfall_config()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from footfall.config import footfall_config
-from footfall.management.password_file import read_password_file
+from footfall.management.host_user_arguments import add_host_user_arguments, read_password_file
 from footfall.redis_host_user import RULES, HostUserError, create_host_user, persist, remove_host_user
 
 
@@ -19,9 +17,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("user", help="the user's name, e.g. host-shop")
-        parser.add_argument("--password-file", type=Path, help="a file holding the password ('-': standard input)")
-        parser.add_argument("--remove", action="store_true", help="delete the user")
+        add_host_user_arguments(parser, "the user")
 
     def handle(self, *args: object, **opts: object) -> None:
         client = redis.Redis.from_url(footfall_config().redis_url, socket_timeout=10)
