@@ -6,13 +6,18 @@ from __future__ import annotations
 import gzip
 import time
 import uuid
+from pathlib import Path
 
 import msgspec
 from django.http import HttpResponse
 from django.test import Client
+from pytest_django.live_server_helper import LiveServer
 
+from collector.runtime import get_ingestor
 from footfall.models import ApiKey, Site
 from footfall_capture.events import decode
+from footfall_capture.http_sink import Collector, HttpSink
+from footfall_capture.spool import Spool
 from tests.integration.collector.test_collect import CHROME, beacon, of_site
 from tests.integration.kafka_tail import TopicTail
 
@@ -70,3 +75,27 @@ def test_a_browser_may_not_set_the_visitor_id_or_dnt(client: Client, site: Site)
         resp = beacon(client, {"site_id": site.site_id, "url": "https://example.com/", **field})
         assert resp.status_code == 400, field
         assert "server-side batches" in resp.json()["detail"]
+
+
+def test_the_host_http_sink_delivers_to_the_running_collector(
+    transactional_db: None, live_server: LiveServer, events_tail: TopicTail, tmp_path: Path
+) -> None:
+    """The host's sink against the real collector: gzip, the key, its answers understood."""
+    site = Site.objects.create(site_id=f"t-{uuid.uuid4().hex[:10]}", name="Host", domains=["example.com"])
+    get_ingestor().sites.invalidate()
+    _, key = ApiKey.issue(site, "host", ["ingest"])
+    sink = HttpSink(Collector(live_server.url, site.site_id, key), Spool(tmp_path / "spool", 1 << 24))
+    now = int(time.time() * 1000)
+    items = [
+        {"site_id": site.site_id, "url": f"https://example.com/h{n}", "ts": now, "ip": PREFIX,
+         "user_agent": CHROME, "visitor_id": VISITOR, "event_id": str(uuid.uuid4())}
+        for n in range(700)
+    ] + [{"site_id": site.site_id, "url": "https://elsewhere.test/", "event_id": str(uuid.uuid4())}]  # fmt: skip
+    try:
+        assert {sink.send(item) for item in items} == {"queued"}
+        received = [decode(m.value()) for m in events_tail.read(of_site(site), 700, timeout=60)]
+    finally:
+        sink.close()
+    assert sorted(e.event_id for e in received) == sorted(i["event_id"] for i in items[:700])
+    assert {(e.visitor_id, e.country) for e in received} == {(VISITOR, "GB")}
+    assert (sink.stats["sent"], sink.stats["rejected"], sink.stats["spooled"]) == (700, 1, 0)  # off the site: 403
