@@ -17,7 +17,7 @@ def replay_spool() -> int:
     return sink.replay()
 
 
-@shared_task
+@shared_task(acks_late=True)
 def make_salts_ahead() -> list[str]:
     """Create the salts of every day an event of now may hash with, in any time zone, and of
     the day after each, if missing: host sites whose Redis user may only read salts find them."""

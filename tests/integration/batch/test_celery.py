@@ -274,6 +274,10 @@ def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
     assert retention["task"] == "realtime.tasks.realtime_housekeeping"
     assert retention["schedule"] == 60.0
     assert schedule["replay-spool"]["schedule"] == 300.0
+    assert (schedule["make-salts-ahead"]["task"], schedule["make-salts-ahead"]["schedule"]) == (
+        "collector.tasks.make_salts_ahead",
+        600.0,
+    )
     assert (schedule["check-alerts"]["task"], schedule["check-alerts"]["schedule"]) == (
         "alerts.tasks.check_alerts",
         60.0,
@@ -283,7 +287,7 @@ def test_beat_schedule_has_the_nightly_jobs_at_their_times() -> None:
     assert (reports.hour, reports.minute) == (set(range(24)), {7})
     # Every entry names a registered, late-acknowledged task, and expires before its next run.
     periods = {"nightly-rollup": 86_400, "compact-archive": 3600, "realtime-housekeeping": 60, "replay-spool": 300,
-               "check-alerts": 60, "send-reports": 3600}  # fmt: skip
+               "make-salts-ahead": 600, "check-alerts": 60, "send-reports": 3600}  # fmt: skip
     for name, entry in schedule.items():
         task = app.tasks[entry["task"]]
         assert task.acks_late, name
