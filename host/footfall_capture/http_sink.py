@@ -239,9 +239,10 @@ class HttpSink:
         # too can only duplicate events, which the counts drop by event id; never lose them.
         left = (self._in_flight if self._thread is not None and self._thread.is_alive() else []) + self._take_all()
         if left and time.monotonic() >= self._next_try:
+            batch = left[:BATCH_EVENTS]
             try:
-                self.stats["sent"] += len(left) - post_batch(self.collector, left[:1000], timeout_s)
-                left = left[1000:]
+                self.stats["sent"] += len(batch) - post_batch(self.collector, batch, timeout_s)
+                left = left[BATCH_EVENTS:]  # only once sent: a failed batch is spooled below
             except SendFailed:
                 pass
         if left:

@@ -33,8 +33,6 @@ class Command(BaseCommand):
             saved = persist(client)
         except HostUserError as exc:
             raise CommandError(f"{user}: {exc}") from exc
-        except redis.RedisError as exc:
-            raise CommandError(f"Redis ({footfall_config().redis_url.split('@')[-1]}): {exc}") from exc
         if not saved:
             self.stderr.write(
                 "Redis has no ACL file (aclfile): this lasts until Redis restarts. Keep it with an aclfile, "
