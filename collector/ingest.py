@@ -23,7 +23,8 @@ from footfall_capture.enrich.pipeline import SiteContext
 from footfall_capture.enrich.steps import warm_up
 from footfall_capture.enrich.visitor import site_salt
 from footfall_capture.events import InvalidEvent
-from footfall_capture.salts import SaltStore, SaltUnavailable, salt_day
+from footfall_capture.salt_days import SaltUnavailable, salt_day
+from footfall_capture.salts import SaltStore
 from footfall_capture.sink import KafkaSink, SinkUnavailable
 
 

@@ -7,7 +7,7 @@ from celery import shared_task
 from collector.ingest import salt_store
 from collector.runtime import get_sink
 from footfall.config import footfall_config
-from footfall_capture.salts import salt_days_around
+from footfall_capture.salt_days import salt_days_around
 
 
 @shared_task(acks_late=True)

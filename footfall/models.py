@@ -19,7 +19,7 @@ from django.utils import timezone as dj_timezone
 
 from footfall import tokens
 from footfall.goals import EVENT, MAX_FUNNEL_STEPS, PAGE, DefinitionError, FunnelSpec, GoalSpec
-from footfall_capture.salts import SALT_POLICIES
+from footfall_capture.salt_days import SALT_POLICIES
 
 # ingest:any-host lets an ingest key send events whose page URL is on none of the site's
 # domains (a proxy, a staging host); without it the batch API checks them like a beacon.

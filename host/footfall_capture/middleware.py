@@ -38,7 +38,8 @@ from footfall_capture.enrich.visitor import site_salt
 from footfall_capture.events import InvalidEvent
 from footfall_capture.hits import Hit
 from footfall_capture.page_urls import PageUrls
-from footfall_capture.salts import SaltStore, SaltUnavailable, salt_day
+from footfall_capture.salt_days import SaltUnavailable, salt_day
+from footfall_capture.salts import SaltStore
 from footfall_capture.settings import SettingsError, from_django
 from footfall_capture.sink import shared_sink
 from footfall_capture.worker import BackgroundWorker, TryLater

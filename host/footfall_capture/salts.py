@@ -31,44 +31,18 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from zoneinfo import ZoneInfo
 
 import redis
 
 from footfall_capture.quiet_log import quiet_logger
+from footfall_capture.salt_days import LATE_WINDOW, ONE_DAY, SaltUnavailable
 
 log = quiet_logger(__name__)
 
-SALT_POLICIES = ("daily", "daily_site_tz")
 GRACE = dt.timedelta(minutes=10)
-LATE_WINDOW = dt.timedelta(days=7)
 UTC_NOW = functools.partial(dt.datetime.now, dt.UTC)  # the default clock: the time now, in UTC
-ONE_DAY = dt.timedelta(days=1)  # made once: salt() asks for the next day on every event
 RETRY_S = 5.0  # after Redis failed, how long salts not held are reported unavailable without asking it
 KEY = "ff:salt:{day}"
-
-
-_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
-_DAY_MS = 86_400_000
-
-
-class SaltUnavailable(RuntimeError):
-    """The salt of a day is neither held in memory nor reachable in Redis."""
-
-
-def salt_days_around(now: dt.datetime) -> list[dt.date]:
-    """Every day whose salt an event of ``now`` may need under either policy, and the day after
-    each (which a store fetches along with a day): the dates of ``now`` from UTC-12 to UTC+14."""
-    first, last = (now - dt.timedelta(hours=12)).date(), (now + dt.timedelta(hours=14)).date()
-    return [first + n * ONE_DAY for n in range((last - first).days + 2)]
-
-
-def salt_day(ts_ms: int, policy: str, tz: str) -> dt.date:
-    """The calendar day whose salt hashes an event at ``ts_ms`` under ``policy``."""
-    if policy == "daily_site_tz":
-        return dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC).astimezone(ZoneInfo(tz)).date()
-    # Unix time has no leap seconds: a UTC day is a whole multiple of 86,400,000 ms.
-    return dt.date.fromordinal(_EPOCH_ORDINAL + ts_ms // _DAY_MS)
 
 
 def expires_at(day: dt.date, now: dt.datetime, late_window: dt.timedelta = LATE_WINDOW) -> dt.datetime:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from footfall_capture.kafka import KafkaSettings
 from footfall_capture.kafka_security import SETTINGS as KAFKA_SECURITY_SETTINGS
 from footfall_capture.kafka_security import KafkaSecurity, KafkaSecurityError, load_security
-from footfall_capture.salts import LATE_WINDOW, SALT_POLICIES
+from footfall_capture.salt_days import LATE_WINDOW, SALT_POLICIES
 
 TRACK_MODES = ("pageviews", "requests")
 DEFAULT_EXCLUDES = (r"^/static/", r"^/media/", r"^/admin/", r"^/favicon\.ico$", r"^/(health|healthz|ready|readyz)/?$")

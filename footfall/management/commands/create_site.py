@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from footfall.models import Site
-from footfall_capture.salts import SALT_POLICIES
+from footfall_capture.salt_days import SALT_POLICIES
 
 
 class Command(BaseCommand):

@@ -10,7 +10,8 @@ import pytest
 import redis
 
 from footfall.config import Config
-from footfall_capture.salts import KEY, SaltStore, SaltUnavailable
+from footfall_capture.salt_days import SaltUnavailable
+from footfall_capture.salts import KEY, SaltStore
 
 WEEK = dt.timedelta(days=7)
 

@@ -17,7 +17,8 @@ import redis
 
 from collector.tasks import make_salts_ahead
 from footfall.config import Config
-from footfall_capture.salts import KEY, SaltStore, SaltUnavailable, salt_days_around
+from footfall_capture.salt_days import SaltUnavailable, salt_days_around
+from footfall_capture.salts import KEY, SaltStore
 from tests.integration.security.conftest import REPO
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from collector.ratelimit import RateLimiter
-from footfall_capture.salts import expires_at, salt_day, salt_days_around
+from footfall_capture.salt_days import salt_day, salt_days_around
+from footfall_capture.salts import expires_at
 
 
 class Clock:
