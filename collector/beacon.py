@@ -16,6 +16,7 @@ import msgspec
 from footfall.vocabulary import ENGAGED_MS_PROP, ENGAGEMENT, PAGEVIEW_ID_PROP, SCROLL_DEPTH_PROP
 from footfall_capture.enrich.pipeline import Draft
 from footfall_capture.events import (
+    MAX_INPUT_TEXT,
     MAX_PROP_KEY_LENGTH,
     MAX_PROP_VALUE_LENGTH,
     MAX_PROPS,
@@ -25,7 +26,7 @@ from footfall_capture.events import (
 
 MAX_BODY_BYTES = 64 * 1024
 _MAX_INT64 = 2**63 - 1  # what the archive, Spark and Mongo hold as an integer
-_LONG = 8192  # accepted on input, then cut to the event's limits (long referrers are common)
+_LONG = MAX_INPUT_TEXT  # accepted on input, then cut to the event's limits (long referrers are common)
 
 _Text = Annotated[str, msgspec.Meta(max_length=_LONG)]
 _PropValue = Annotated[str, msgspec.Meta(max_length=MAX_PROP_VALUE_LENGTH)] | int | float | bool | None

@@ -36,6 +36,7 @@ SUPPORTED_SCHEMAS: Final = frozenset({1})
 # bounding each event far below it, at the edge, keeps that failure impossible.
 MAX_EVENT_BYTES: Final = 32 * 1024
 MAX_URL_LENGTH: Final = 2048
+MAX_INPUT_TEXT: Final = 8192  # what the collector takes in a text field, then cuts to the event's limits
 MAX_TITLE_LENGTH: Final = 512
 MAX_PROPS: Final = 32
 MAX_PROP_KEY_LENGTH: Final = 64

@@ -13,8 +13,7 @@ The queue is bounded (:data:`MAX_QUEUED`): past it events go straight to the spo
 is sent again whole after any failure, so an event may arrive twice (a 503 midway through a
 batch, an answer lost); its ``event_id`` makes the copy harmless, as the counts drop repeats.
 
-Not wired into the middleware yet: the next step gives it the hits, with visitor ids made
-from the salts of ``GET /api/v1/sites/<site>/salts``.
+The middleware's HTTP transport (:mod:`footfall_capture.http_transport`) gives it the events.
 
 Standard library only (``urllib``): a guest in someone else's site brings no HTTP client.
 """
@@ -33,7 +32,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from footfall_capture.quiet_log import quiet_logger
 from footfall_capture.spool import Spool, SpoolFull
@@ -44,7 +43,7 @@ BATCH_EVENTS = 500  # the collector takes up to 1,000 per request
 BATCH_AGE_S = 1.0
 MAX_QUEUED = 10_000  # events held in memory; past it they are spooled at once
 TIMEOUT_S = 10.0
-BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # waits after successive failures; the last repeats
+BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits after successive failures; the last repeats
 RETRY_AFTER_MAX_S = 300.0
 
 
@@ -56,46 +55,62 @@ class SendFailed(Exception):
         self.retry_after = retry_after
 
 
+def check_collector_url(url: str) -> str:
+    """``url`` if it may carry a key and events: ``https://``, or ``http://`` to this machine
+    itself (the key and the events cross the network); else ``ValueError``."""
+    parts = urllib.parse.urlsplit(str(url))
+    loopback = parts.hostname in {"localhost", "127.0.0.1", "::1"}
+    if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
+        raise ValueError("the collector's URL must be https:// (http:// only on localhost)")
+    return str(url)
+
+
 @dataclass(frozen=True)
 class Collector:
     """Where a site's events go: the collector's base URL, the site, and its ingest key."""
 
     url: str
     site_id: str
-    key: str
+    key: str = field(repr=False)  # a secret: never in a log line or a traceback's locals
 
     def __post_init__(self) -> None:
-        parts = urllib.parse.urlsplit(self.url)
-        loopback = parts.hostname in {"localhost", "127.0.0.1", "::1"}
-        if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
-            # The key and the events cross the network: plain HTTP only to this machine itself.
-            raise ValueError(f"the collector's URL must be https:// (http:// only on localhost): {self.url!r}")
+        check_collector_url(self.url)
+
+    def site_url(self, tail: str) -> str:
+        """The URL of ``/api/v1/sites/<site>/<tail>`` on this collector."""
+        return f"{self.url.rstrip('/')}/api/v1/sites/{self.site_id}/{tail}"
 
     @property
     def events_url(self) -> str:
-        return f"{self.url.rstrip('/')}/api/v1/sites/{self.site_id}/events"
+        return self.site_url("events")
+
+    def request(self, url: str, data: bytes | None = None, headers: dict[str, str] | None = None,
+                ) -> urllib.request.Request:  # fmt: skip
+        """A request to ``url`` with the ingest key (POST when there is ``data``)."""
+        return urllib.request.Request(  # noqa: S310 - an http(s) URL: checked above
+            url, data=data, method="POST" if data is not None else "GET",
+            headers={"Authorization": f"Bearer {self.key}", "User-Agent": "footfall-capture", **(headers or {})},
+        )  # fmt: skip
 
 
 def post_batch(collector: Collector, items: list[bytes], timeout_s: float = TIMEOUT_S) -> int:
     """POST ``items`` (each one event's JSON) gzip'd; return how many the collector rejected as
     malformed. Raise :class:`SendFailed` when it did not take the batch."""
     body = gzip.compress(b"[" + b",".join(items) + b"]", compresslevel=6)
-    request = urllib.request.Request(  # noqa: S310 - an http(s) URL: Collector checks it
-        collector.events_url, data=body, method="POST",
-        headers={"Authorization": f"Bearer {collector.key}", "Content-Type": "application/json",
-                 "Content-Encoding": "gzip", "User-Agent": "footfall-capture"},
-    )  # fmt: skip
+    request = collector.request(
+        collector.events_url, body, {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - the operator's URL
             answer = json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        raise SendFailed(f"the collector answered {exc.code}: {_error_of(exc)}", _retry_after(exc)) from None
+        raise SendFailed(f"the collector answered {exc.code}: {error_of(exc)}", _retry_after(exc)) from None
     except (OSError, http.client.HTTPException, ValueError) as exc:  # unreachable, timeout, TLS, bad JSON
         raise SendFailed(f"the collector is unreachable ({exc})") from None
     return int(answer.get("rejected", 0))
 
 
-def _error_of(exc: urllib.error.HTTPError) -> str:
+def error_of(exc: urllib.error.HTTPError) -> str:
     try:
         return str(json.loads(exc.read()).get("error", ""))
     except (OSError, ValueError, AttributeError):
@@ -130,7 +145,7 @@ class HttpSink:
 
     def send(self, item: dict[str, object]) -> str:
         """Queue one event (``"queued"``), or spool it when the queue is full (``"spooled"``)."""
-        self._start()
+        self.start()
         data = json.dumps(item, separators=(",", ":")).encode()
         if self._closing.is_set() or len(self._queue) >= MAX_QUEUED:
             return self._spool([data])
@@ -141,7 +156,9 @@ class HttpSink:
         self.stats["queued"] += 1
         return "queued"
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start this process's sending thread, once (a fork starts its own): by the first event,
+        or earlier, so that events spooled by an earlier run are replayed without waiting for one."""
         if self._pid == os.getpid():
             return
         with self._wake:

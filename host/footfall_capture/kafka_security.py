@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaError
+if TYPE_CHECKING:  # the settings load in hosts without confluent-kafka (the HTTP transport)
+    from confluent_kafka import KafkaError
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
@@ -79,6 +81,8 @@ class KafkaSecurity:
     def describe(self, err: KafkaError) -> str | None:
         """A message naming the settings to fix when ``err`` is an authentication or TLS
         failure; None for any other error (an unreachable broker, a timeout)."""
+        from confluent_kafka import KafkaError
+
         p = self.prefix
         if err.code() == KafkaError._AUTHENTICATION:
             return f"Kafka authentication failed ({p}SASL_USERNAME/{p}SASL_PASSWORD, {p}SASL_MECHANISM): {err.str()}"
@@ -92,6 +96,8 @@ class KafkaSecurity:
     def is_definitive(self, err: KafkaError) -> bool:
         """True for a refusal that retrying cannot cure: wrong credentials or an untrusted
         certificate (a connection cut mid-handshake, also an ``_SSL`` error, is not)."""
+        from confluent_kafka import KafkaError
+
         if err.code() == KafkaError._AUTHENTICATION:
             return True
         return err.code() == KafkaError._SSL and "certificate" in err.str().lower()

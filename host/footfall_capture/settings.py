@@ -1,7 +1,10 @@
 """The capture library's settings in a host site: its own ``FOOTFALL_*`` names and nothing else.
 
 Each setting is read from the host's Django settings if defined there, else from the
-environment variable of the same name. The host's own settings (SECRET_KEY, DEBUG,
+environment variable of the same name. Two transports: ``http`` (the default) sends events to
+the server's collector with a site ingest key; ``kafka`` produces them to the server's Kafka
+and reads the salts from its Redis, for an operator's own sites. A setting of the transport a
+site does not use is an error, not silently ignored. The host's own settings (SECRET_KEY, DEBUG,
 ALLOWED_HOSTS, its databases) are never read or validated. :func:`load_settings` is pure
 (it takes both sources as mappings) and raises one :class:`SettingsError` naming every
 setting that is missing or malformed.
@@ -18,36 +21,47 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from footfall_capture.http_sink import Collector, check_collector_url
 from footfall_capture.kafka import KafkaSettings
 from footfall_capture.kafka_security import SETTINGS as KAFKA_SECURITY_SETTINGS
 from footfall_capture.kafka_security import KafkaSecurity, KafkaSecurityError, load_security
 from footfall_capture.salt_days import LATE_WINDOW, SALT_POLICIES
 
+TRANSPORTS = ("http", "kafka")
 TRACK_MODES = ("pageviews", "requests")
 DEFAULT_EXCLUDES = (r"^/static/", r"^/media/", r"^/admin/", r"^/favicon\.ico$", r"^/(health|healthz|ready|readyz)/?$")
-NAMES = (
-    "FOOTFALL_SITE_ID",
+HTTP_ONLY = ("FOOTFALL_COLLECTOR_URL", "FOOTFALL_INGEST_KEY", "FOOTFALL_INGEST_KEY_FILE")
+# With HTTP the collector enriches events, by the site's settings on the server (its domains,
+# bot policy, salt policy and time zone): these apply to the Kafka transport only.
+KAFKA_ONLY = (
     "FOOTFALL_KAFKA_BOOTSTRAP_SERVERS",
     "FOOTFALL_REDIS_URL",
     "FOOTFALL_EVENTS_TOPIC",
     "FOOTFALL_INVALID_TOPIC",
-    "FOOTFALL_SPOOL_DIR",
-    "FOOTFALL_SPOOL_MAX_BYTES",
-    "FOOTFALL_TRUSTED_PROXIES",
-    "FOOTFALL_TRACK",
-    "FOOTFALL_EXCLUDE_PATHS",
-    "FOOTFALL_SAMPLE_RATE",
     "FOOTFALL_DOMAINS",
-    "FOOTFALL_RESPECT_DNT",
     "FOOTFALL_DROP_BOTS",
     "FOOTFALL_SALT_POLICY",
     "FOOTFALL_TIMEZONE",
     "FOOTFALL_INGEST_MAX_AGE_HOURS",
     *(f"FOOTFALL_KAFKA_{name}" for name in KAFKA_SECURITY_SETTINGS),
 )
+NAMES = (
+    "FOOTFALL_SITE_ID",
+    "FOOTFALL_TRANSPORT",
+    "FOOTFALL_SPOOL_DIR",
+    "FOOTFALL_SPOOL_MAX_BYTES",
+    "FOOTFALL_TRUSTED_PROXIES",
+    "FOOTFALL_TRACK",
+    "FOOTFALL_EXCLUDE_PATHS",
+    "FOOTFALL_SAMPLE_RATE",
+    "FOOTFALL_RESPECT_DNT",
+    *HTTP_ONLY,
+    *KAFKA_ONLY,
+)
 _SITE_ID = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 _HOSTPORT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9._\-]{1,200}$")
+_KEY = re.compile(r"^[\x21-\x7e]{16,512}$")  # an API key: printable ASCII, no spaces (it goes in a header)
 
 
 class SettingsError(ValueError):
@@ -59,8 +73,10 @@ class CaptureSettings:
     """What the middleware needs, validated."""
 
     site_id: str
-    kafka: KafkaSettings
-    redis_url: str
+    transport: str  # "http" or "kafka"
+    collector: Collector | None  # the HTTP transport's collector and ingest key
+    kafka: KafkaSettings | None  # the Kafka transport's brokers and topics
+    redis_url: str | None  # the Kafka transport's salts
     spool_dir: Path
     spool_max_bytes: int
     trusted_proxies: int
@@ -85,8 +101,11 @@ def load_settings(django_settings: Mapping[str, Any], environ: Mapping[str, str]
     """Validate the ``FOOTFALL_*`` settings (Django's first, then the environment's)."""
     problems: list[str] = []
 
+    def raw_value(name: str) -> Any:
+        return django_settings[name] if name in django_settings else environ.get(name)
+
     def get(name: str, parse: Callable[[Any], Any], default: Any = None, required: bool = False) -> Any:
-        raw = django_settings[name] if name in django_settings else environ.get(name)
+        raw = raw_value(name)
         if raw is None or raw == "":
             if required:
                 problems.append(f"{name}: required")
@@ -99,21 +118,25 @@ def load_settings(django_settings: Mapping[str, Any], environ: Mapping[str, str]
 
     site_id = get("FOOTFALL_SITE_ID", _matching(_SITE_ID, "a site id of lower-case letters, digits, '_' or '-'"),
                   required=True)  # fmt: skip
-    servers = get("FOOTFALL_KAFKA_BOOTSTRAP_SERVERS", _bootstrap_servers, required=True)
-    redis_url = get("FOOTFALL_REDIS_URL", _redis_url, required=True)
-    try:
-        security = load_security(lambda name: _text(django_settings.get(name, environ.get(name))), "FOOTFALL_KAFKA_")
-    except KafkaSecurityError as exc:
-        problems.append(str(exc))
-        security = KafkaSecurity()
+    given = {name for name in NAMES if raw_value(name) not in (None, "")}
+    # HTTP unless the site names Kafka and no collector: a site set up before HTTP existed keeps working.
+    default = (
+        "kafka" if "FOOTFALL_KAFKA_BOOTSTRAP_SERVERS" in given and "FOOTFALL_COLLECTOR_URL" not in given else "http"
+    )
+    transport = get("FOOTFALL_TRANSPORT", _choice(TRANSPORTS), default)
+    unused = KAFKA_ONLY if transport == "http" else HTTP_ONLY
+    problems += [f"{name}: used by the {_other(transport)} transport only, and this site sends over {transport}"
+                 for name in unused if name in given]  # fmt: skip
+    collector, kafka, redis_url = None, None, None
+    if transport == "http":
+        collector = _collector(get, site_id, problems)
+    else:
+        kafka, redis_url = _kafka(get, django_settings, environ, problems)
     settings = CaptureSettings(
         site_id=site_id,
-        kafka=KafkaSettings(
-            bootstrap_servers=servers,
-            events_topic=get("FOOTFALL_EVENTS_TOPIC", _matching(_TOPIC, "a Kafka topic name"), "events"),
-            invalid_topic=get("FOOTFALL_INVALID_TOPIC", _matching(_TOPIC, "a Kafka topic name"), "events.invalid"),
-            security=security,
-        ),
+        transport=transport,
+        collector=collector,
+        kafka=kafka,
         redis_url=redis_url,
         spool_dir=get("FOOTFALL_SPOOL_DIR", _absolute_path, default_spool_dir(environ)),
         spool_max_bytes=get("FOOTFALL_SPOOL_MAX_BYTES", _integer(1 << 16, 1 << 50), 1 << 30),
@@ -131,6 +154,53 @@ def load_settings(django_settings: Mapping[str, Any], environ: Mapping[str, str]
     if problems:
         raise SettingsError("Footfall capture settings: " + "; ".join(problems))
     return settings
+
+
+Getter = Callable[..., Any]
+
+
+def _other(transport: str) -> str:
+    return "kafka" if transport == "http" else "http"
+
+
+def _collector(get: Getter, site_id: str | None, problems: list[str]) -> Collector | None:
+    """The collector's URL and the site's ingest key (given, or read from a file)."""
+    url = get("FOOTFALL_COLLECTOR_URL", check_collector_url, required=True)
+    key = get("FOOTFALL_INGEST_KEY", _matching(_KEY, "an ingest key as create_api_key printed it"))
+    key_file = get("FOOTFALL_INGEST_KEY_FILE", _absolute_path)
+    if key and key_file:
+        problems.append("FOOTFALL_INGEST_KEY and FOOTFALL_INGEST_KEY_FILE: give one of them, not both")
+    elif key_file:
+        try:
+            key = _matching(_KEY, "an ingest key as create_api_key printed it")(key_file.read_text().strip())
+        except (OSError, ValueError) as exc:
+            problems.append(f"FOOTFALL_INGEST_KEY_FILE: {exc} (file {str(key_file)!r})")
+    elif not key:
+        problems.append("FOOTFALL_INGEST_KEY (or FOOTFALL_INGEST_KEY_FILE): required, a key of scope ingest "
+                        "(manage.py create_api_key SITE_ID --scope ingest on the server)")  # fmt: skip
+    if url and key and site_id:
+        return Collector(url, site_id, key)
+    return None
+
+
+def _kafka(
+    get: Getter, django_settings: Mapping[str, Any], environ: Mapping[str, str], problems: list[str]
+) -> tuple[KafkaSettings | None, str | None]:
+    """The Kafka transport's brokers, topics and security, and the Redis URL of the salts."""
+    servers = get("FOOTFALL_KAFKA_BOOTSTRAP_SERVERS", _bootstrap_servers, required=True)
+    redis_url = get("FOOTFALL_REDIS_URL", _redis_url, required=True)
+    try:
+        security = load_security(lambda name: _text(django_settings.get(name, environ.get(name))), "FOOTFALL_KAFKA_")
+    except KafkaSecurityError as exc:
+        problems.append(str(exc))
+        security = KafkaSecurity()
+    kafka = KafkaSettings(
+        bootstrap_servers=servers,
+        events_topic=get("FOOTFALL_EVENTS_TOPIC", _matching(_TOPIC, "a Kafka topic name"), "events"),
+        invalid_topic=get("FOOTFALL_INVALID_TOPIC", _matching(_TOPIC, "a Kafka topic name"), "events.invalid"),
+        security=security,
+    )
+    return kafka, redis_url
 
 
 def from_django() -> CaptureSettings:

@@ -228,6 +228,7 @@ _shared_lock = threading.Lock()
 def shared_sink(capture: CaptureSettings) -> KafkaSink:
     """The process's sink for a host site's settings: one producer and one spool however many
     times Django builds the middleware (each test client, each handler)."""
+    assert capture.kafka is not None  # the Kafka transport's settings
     key = (capture.kafka, capture.spool_dir, capture.spool_max_bytes)
     with _shared_lock:
         sink = _shared.get(key)

@@ -94,6 +94,19 @@ def ipv4_mapped(parsed: ParsedIP) -> ParsedIP | None:
     return ParsedIP(True, number, socket.inet_ntop(_V4, number.to_bytes(4, "big")))
 
 
+NETWORK_BITS: Final = {True: 24, False: 48}  # the prefix kept of an IPv4 and an IPv6 address
+
+
+def network_prefix(parsed: ParsedIP) -> str:
+    """The address with all but its network cut away (/24 for IPv4, /48 for IPv6, an IPv4-mapped
+    address as IPv4): enough to place a visitor's country, too little to find the visitor."""
+    address = ipv4_mapped(parsed) or parsed
+    bits = 32 if address.v4 else 128
+    keep = NETWORK_BITS[address.v4]
+    number = address.number >> (bits - keep) << (bits - keep)
+    return str(ipaddress.IPv4Address(number) if address.v4 else ipaddress.IPv6Address(number))
+
+
 def canonical_ip(text: str | None) -> str | None:
     """``text`` in its canonical spelling (``ipaddress``'s ``str``), or ``None`` if it is no IP."""
     if not text:

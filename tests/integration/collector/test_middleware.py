@@ -130,27 +130,27 @@ def test_kafka_down_changes_nothing_for_the_host_and_spools(settings, site: Site
     """With no broker reachable the host still gets its own response; the event is spooled."""
     mw = middleware(settings, site)
     dead = dataclasses.replace(cfg, kafka_bootstrap_servers="127.0.0.1:1")
-    mw.sink = KafkaSink(dead.kafka, Spool(tmp_path, 1 << 20), **{"message.timeout.ms": 1500})
+    mw.transport.sink = KafkaSink(dead.kafka, Spool(tmp_path, 1 << 20), **{"message.timeout.ms": 1500})
     for _ in range(3):
         assert mw(get("/down")) is PAGE
     deadline = time.monotonic() + 30
-    while mw.sink.spool.pending() < 3 and time.monotonic() < deadline:
+    while mw.transport.sink.spool.pending() < 3 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert mw.sink.spool.pending() == 3
-    mw.sink.close()
+    assert mw.transport.sink.spool.pending() == 3
+    mw.transport.sink.close()
 
 
 def test_without_a_held_salt_events_wait_in_memory_for_redis(settings, site: Site, events_tail: TopicTail) -> None:
     """Redis unreachable and no salt held yet: the page view waits (in memory, never on disk:
     it holds the IP) and is delivered once a salt can be had."""
     mw = middleware(settings, site)
-    reachable = mw.salts
-    mw.salts = SaltStore(redis.Redis.from_url("redis://127.0.0.1:1/0", socket_timeout=1))
+    reachable = mw.transport.salts
+    mw.transport.salts = SaltStore(redis.Redis.from_url("redis://127.0.0.1:1/0", socket_timeout=1))
     mw.worker.retry_interval = 0.2
     assert mw(get("/waits")) is PAGE
     assert not mw.worker.drain(1)  # the job is kept for later, not run, not dropped
     assert mw.worker.pending() >= 1
-    mw.salts = reachable
+    mw.transport.salts = reachable
     assert mw.worker.drain(10)
     [msg] = events_tail.read(of_site(site), 1)
     assert decode(msg.value()).path == "/waits"

@@ -17,6 +17,7 @@ from footfall_capture.enrich.addresses import (
     ipv4_mapped,
     is_global,
     is_global_number,
+    network_prefix,
     parse,
     parse_ip,
 )
@@ -215,3 +216,19 @@ def test_draft_given_a_parsed_address_uses_it_without_parsing_again() -> None:
     assert draft.parsed_ip() == parse("81.2.69.142")
     draft.set_address(None)
     assert (draft.ip, draft.parsed_ip()) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("address", "prefix"),
+    [
+        ("203.0.113.77", "203.0.113.0"),
+        ("81.2.69.160", "81.2.69.0"),
+        ("::ffff:81.2.69.160", "81.2.69.0"),  # IPv4-mapped: placed as the IPv4 address it is
+        ("2001:db8:abcd:12:3456::1", "2001:db8:abcd::"),
+        ("10.1.2.3", "10.1.2.0"),
+    ],
+)
+def test_the_network_prefix_keeps_24_or_48_bits(address: str, prefix: str) -> None:
+    parsed = parse(address)
+    assert parsed is not None
+    assert network_prefix(parsed) == prefix
