@@ -22,10 +22,12 @@ export FOOTFALL_WEB_PORT=${FOOTFALL_TEST_WEB_PORT:-28000}
 export FOOTFALL_MINIO_PORT=${FOOTFALL_TEST_MINIO_PORT:-29000}
 
 # The whole run's integration tests are two pytest sessions side by side, each on a stack of its
-# own: the fault scenarios kill and restart their stack's services, so they, with the other tests
-# that bring servers of their own (the Kafka cluster, S3, fresh virtualenvs), run on a second
-# stack, on ports 100 above the first's. The two halves take about as long (docs/testing.md).
-SECOND_STACK_TESTS=(tests/reliability tests/integration/cluster tests/integration/archive_s3 tests/integration/packaging)
+# own: the fault scenarios kill and restart their stack's services, so they, with other tests
+# that bring servers of their own (the Kafka cluster, S3, host sites and their collector), run
+# on a second stack, on ports 100 above the first's. The two halves take about as long
+# (docs/testing.md): the server wheel's test, which stops nothing, runs on the first.
+SECOND_STACK_TESTS=(tests/reliability tests/integration/cluster tests/integration/archive_s3
+                    tests/integration/packaging/test_host_package.py)
 second_dir="$FOOTFALL_STATE_DIR/second-stack"
 on_second_stack() {
   ( export FOOTFALL_STATE_DIR="$second_dir" FOOTFALL_KAFKA_PORT=$((FOOTFALL_KAFKA_PORT + 100)) \
