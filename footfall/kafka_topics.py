@@ -11,6 +11,7 @@ both are the operator's call (``docs/operations.md``).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException
@@ -81,8 +82,10 @@ def ensure_topics(admin: AdminClient, specs: list[TopicSpec], create: bool = Tru
         raise TopicError(f"Kafka unreachable: {exc.args[0]}") from exc
     absent = [spec for spec in specs if spec.name not in existing]
     if absent and create:
-        _create(admin, absent)
-        report.created = [spec.name for spec in absent]
+        already = _create(admin, absent)
+        report.created = [spec.name for spec in absent if spec.name not in already]
+        if already:  # made by another process just now (or not in this broker's metadata yet): checked too
+            existing = _listed(admin, already)
     elif absent:
         report.missing = [spec.name for spec in absent]
     present = [spec for spec in specs if spec.name in existing]
@@ -94,15 +97,30 @@ def ensure_topics(admin: AdminClient, specs: list[TopicSpec], create: bool = Tru
     return report
 
 
-def _create(admin: AdminClient, specs: list[TopicSpec]) -> None:
+def _create(admin: AdminClient, specs: list[TopicSpec]) -> list[str]:
+    """Create ``specs``' topics; the names of those that existed already."""
     new = [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor, config=s.config)
            for s in specs]  # fmt: skip
+    already = []
     for name, future in admin.create_topics(new, operation_timeout=TIMEOUT_S).items():
         try:
             future.result(timeout=2 * TIMEOUT_S)
         except KafkaException as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):  # another process made it meanwhile
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise TopicError(f"could not create topic {name}: {exc.args[0]}") from exc
+            already.append(name)  # another process made it meanwhile: its settings are checked
+    return already
+
+
+def _listed(admin: AdminClient, names: list[str]) -> dict[str, object]:
+    """Every topic, once ``names`` (which exist) show in the broker's metadata too (a topic just
+    made elsewhere may take a moment to)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        topics = admin.list_topics(timeout=TIMEOUT_S).topics
+        if set(names) <= set(topics) or time.monotonic() > deadline:
+            return topics
+        time.sleep(0.2)
 
 
 def _configs(admin: AdminClient, names: list[str]) -> dict[str, dict[str, str]]:
