@@ -19,8 +19,10 @@ two workers running the same task (a redelivered message, ``acks_late``) never b
 one attempt, and a delivery that is ``sent`` or ``failed`` is never sent again.
 
 Webhook requests are signed: ``X-Footfall-Signature: sha256=<hex>`` is the HMAC-SHA256,
-under the channel's secret, of ``"<X-Footfall-Timestamp>." + body`` (see ``docs/alerts.md``
-for the receiver's side).
+under the channel's secret, of ``"<X-Footfall-Timestamp>.<X-Footfall-Delivery>." + body``, so
+neither the time nor the delivery id a receiver de-duplicates on can be changed in a replay.
+While a rotated secret's overlap lasts the header holds a second value, under the previous
+secret (``sha256=<new>, sha256=<old>``; see ``docs/alerts.md`` for the receiver's side).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import logging
 import random
 import smtplib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -131,9 +134,10 @@ def backoff_seconds(attempt: int, base: float, rng: random.Random | None = None)
     return base * 2 ** (attempt - 1) * (rng or random).uniform(0.8, 1.2)
 
 
-def signature(secret: str, timestamp: int, body: bytes) -> str:
-    """The ``X-Footfall-Signature`` value of ``body`` sent at ``timestamp`` (unix seconds)."""
-    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+def signature(secret: str, timestamp: int, delivery_id: int, body: bytes) -> str:
+    """One ``X-Footfall-Signature`` value: of ``body`` of delivery ``delivery_id`` sent at
+    ``timestamp`` (unix seconds), under ``secret``."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.{delivery_id}.".encode() + body, hashlib.sha256).hexdigest()
     return f"sha256={digest}"
 
 
@@ -154,7 +158,7 @@ def _transmit(delivery: Delivery, *, now: float) -> int | None:
         else:
             payload = webhook_body(delivery.pk, episode, delivery.event, public_url)
         body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
-        return post_webhook(channel.url, channel.secret, body, delivery.pk, timestamp=int(now))
+        return post_webhook(channel.url, channel.signing_secrets(now), body, delivery.pk, timestamp=int(now))
     raise DeliveryError(f"unknown channel kind {channel.kind!r}", retry=False)
 
 
@@ -173,18 +177,22 @@ def _send_email(message: EmailMessage) -> None:
 
 
 def post_webhook(
-    url: str, secret: str, body: bytes, delivery_id: int, *, timestamp: int, resolver: Resolver = resolve
-) -> int:
-    """POST ``body`` (JSON) to ``url``, signed; the 2xx status, or DeliveryError saying whether
+    url: str, secrets: str | Sequence[str], body: bytes, delivery_id: int, *, timestamp: int,
+    resolver: Resolver = resolve,
+) -> int:  # fmt: skip
+    """POST ``body`` (JSON) to ``url``, signed under each of ``secrets`` (the channel's, then a
+    rotated one's while its overlap lasts); the 2xx status, or DeliveryError saying whether
     to retry. Only http(s) URLs are sent to; redirects are not followed. Unless
     ``ALERT_WEBHOOK_ALLOWED_NETWORKS`` is None (any address), the host is resolved once with
     ``resolver`` and the request goes only to those addresses, all of them public or allowed."""
-    if urlsplit(url).scheme not in ("http", "https"):
-        raise DeliveryError(f"not an http(s) URL: {url[:200]!r}", retry=False)
+    scheme = urlsplit(url).scheme
+    if scheme not in ("http", "https"):  # the URL itself is never logged: it may be the credential
+        raise DeliveryError(f"not an http(s) URL (scheme {scheme[:20]!r})", retry=False)
+    keys = [secrets] if isinstance(secrets, str) else list(secrets)
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
-        SIGNATURE_HEADER: signature(secret, timestamp, body),
+        SIGNATURE_HEADER: ", ".join(signature(key, timestamp, delivery_id, body) for key in keys),
         TIMESTAMP_HEADER: str(timestamp),
         DELIVERY_HEADER: str(delivery_id),
     }
@@ -206,8 +214,8 @@ def post_webhook(
         raise DeliveryError(f"timed out: {type(exc).__name__}: {exc}", retry=True) from exc
     except httpx.HTTPError as exc:  # connection refused, DNS, TLS, protocol errors
         raise DeliveryError(f"{type(exc).__name__}: {exc}", retry=True) from exc
-    except httpx.InvalidURL as exc:
-        raise DeliveryError(f"invalid URL: {exc}", retry=False) from exc
+    except httpx.InvalidURL as exc:  # its message quotes the URL, which may be the credential
+        raise DeliveryError("invalid URL", retry=False) from exc
     status = response.status_code
     if 200 <= status < 300:
         return status

@@ -10,7 +10,9 @@ as ``suppressed``.
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -54,8 +56,17 @@ EMAIL, WEBHOOK = "email", "webhook"
 WEEKLY, MONTHLY = "weekly", "monthly"
 
 
+SECRET_OVERLAP = dt.timedelta(days=7)  # how long a rotated webhook secret keeps signing
+
+
 def new_secret() -> str:
     return secrets.token_urlsafe(32)
+
+
+def webhook_target(url: str) -> str:
+    """A webhook's URL without its path and query, which may carry its credential."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}/…" if parts.scheme and parts.hostname else "(hidden)"
 
 
 class Channel(models.Model):
@@ -68,6 +79,9 @@ class Channel(models.Model):
     email = models.EmailField(blank=True, help_text="Email channels: the recipient.")
     url = models.URLField(max_length=2000, blank=True, help_text="Webhook channels: the endpoint (http or https).")
     secret = models.CharField(max_length=64, default=new_secret, help_text="Webhooks: the HMAC-SHA256 key.")
+    # After a rotation, requests are signed under the old key too until then (receivers switch over).
+    previous_secret = models.CharField(max_length=64, blank=True, default="")
+    previous_secret_until = models.DateTimeField(null=True, blank=True)
     slack = models.BooleanField(default=False, help_text="Webhooks: send a Slack-compatible body.")
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=dj_timezone.now)
@@ -78,6 +92,28 @@ class Channel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.site_id}: {self.name}"
+
+    def rotate_secret(self, overlap: dt.timedelta = SECRET_OVERLAP) -> str:
+        """Replace the webhook's secret (saved); the old one keeps signing too for ``overlap``.
+        The new secret is returned, to be shown once."""
+        self.previous_secret, self.previous_secret_until = self.secret, dj_timezone.now() + overlap
+        self.secret = new_secret()
+        self.save(update_fields=["secret", "previous_secret", "previous_secret_until"])
+        return self.secret
+
+    def signing_secrets(self, now: float) -> list[str]:
+        """The secrets a request sent at ``now`` (unix seconds) is signed under: the channel's,
+        then the previous one while its overlap lasts."""
+        until = self.previous_secret_until
+        if self.previous_secret and until is not None and now < until.timestamp():
+            return [self.secret, self.previous_secret]
+        return [self.secret]
+
+    @property
+    def url_shown(self) -> str:
+        """The webhook's URL as any reader may see it: scheme and host only, as its path and query
+        may be its credential (a Slack incoming webhook's are); "" for an email channel."""
+        return webhook_target(self.url) if self.url else ""
 
     def clean(self) -> None:
         if self.kind == EMAIL and (not self.email or self.url):

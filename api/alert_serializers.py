@@ -180,3 +180,9 @@ class SubscriptionSerializer(serializers.Serializer):
 class SubscriptionListSerializer(serializers.Serializer):
     site_id = serializers.CharField()
     results = SubscriptionSerializer(many=True)
+
+
+class RotatedSecretSerializer(serializers.Serializer):
+    channel_id = serializers.CharField()
+    secret = serializers.CharField(help_text="the new HMAC-SHA256 key: shown once")
+    previous_valid_until = serializers.DateTimeField(help_text="until then requests are also signed with the old key")

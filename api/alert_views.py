@@ -208,17 +208,24 @@ class RuleView(SiteView):
 # -- channels ----------------------------------------------------------------------------------
 
 
-def _channel_json(channel: Channel) -> dict[str, object]:
+def _channel_json(channel: Channel, url: str | None = None) -> dict[str, object]:
+    """A channel as listed: its webhook URL masked (``url_shown``) unless ``url`` is given (the
+    answer to the key that just created it)."""
     return {
         "channel_id": str(channel.pk), "name": channel.name, "kind": channel.kind, "email": channel.email,
-        "url": channel.url, "slack": channel.slack, "enabled": channel.enabled, "created_at": _iso(channel.created_at),
+        "url": channel.url_shown if url is None else url, "slack": channel.slack, "enabled": channel.enabled,
+        "created_at": _iso(channel.created_at),
     }  # fmt: skip
 
 
 class ChannelsView(SiteView):
     @extend_schema(
         summary="The site's alert channels",
-        description="Webhook secrets are never listed: they are shown once, when the channel is created.",
+        description=(
+            "Webhook secrets are never listed, and webhook URLs only as scheme and host (their path and "
+            "query may be the credential, as a Slack incoming webhook's are): both are shown once, in the "
+            "answer that creates the channel."
+        ),
         operation_id="sites_alerts_channels_list",
         parameters=[SITE],
         responses={200: a.ChannelListSerializer, **ERRORS},
@@ -244,7 +251,7 @@ class ChannelsView(SiteView):
         fields = validated(a.ChannelInputSerializer, request.data)
         channel = saved(Channel(site_id=site_id, **fields), ("name", "this site already has a channel of that name"))
         secret = channel.secret if channel.kind == WEBHOOK else None
-        return Response({**_channel_json(channel), "secret": secret}, status=201)
+        return Response({**_channel_json(channel, channel.url), "secret": secret}, status=201)
 
 
 class ChannelView(SiteView):
@@ -259,6 +266,29 @@ class ChannelView(SiteView):
         require_manage(request)
         one(Channel.objects.filter(site_id=site_id), channel_id, "channel").delete()
         return Response(status=204)
+
+
+class ChannelSecretView(SiteView):
+    @extend_schema(
+        summary="Rotate a webhook's secret",
+        description=(
+            "A new secret, returned in this answer only. For `previous_valid_for_days` (7) every request "
+            "carries a second signature under the previous secret, so receivers switch over without "
+            "missing an alert. Needs a key with the manage scope."
+        ),
+        operation_id="sites_alerts_channels_secret_rotate",
+        parameters=[SITE, CHANNEL_ID],
+        request=None,
+        responses={200: a.RotatedSecretSerializer, **MANAGE_ERRORS},
+    )
+    def post(self, request: Request, site_id: str, channel_id: int) -> Response:
+        require_manage(request)
+        channel = one(Channel.objects.filter(site_id=site_id), channel_id, "channel")
+        if channel.kind != WEBHOOK:
+            raise QueryError("channel_id", "only a webhook channel has a secret")
+        secret = channel.rotate_secret()
+        return Response({"channel_id": str(channel.pk), "secret": secret,
+                         "previous_valid_until": _iso(channel.previous_secret_until)})  # fmt: skip
 
 
 # -- episodes ----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,19 +14,36 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
+from footfall.breaker import StoreUnavailable
 from footfall.vocabulary import QueryError
+from footfall_capture.quiet_log import quiet_logger
+from query.health import unavailable_store
 
 log = logging.getLogger(__name__)
+outage_log = quiet_logger(f"{__name__}.stores")  # one line a minute per store while it is down
 INTERNAL_ERROR = "internal error: the server could not answer this request; it has been logged"
+STORE_RETRY_AFTER_S = 5  # the breakers' cool-down (footfall/breaker.py)
+STORE_NAMES = {"mongo": "settled data (MongoDB)", "redis": "realtime data (Redis)"}
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    """Query errors become 400 naming the parameter; DRF's own errors (401, 403, 404, 405,
-    429 with ``Retry-After``) keep their status and headers but take the same body shape; any
-    other exception is logged with its traceback and answers 500 in that shape, never a page."""
+    """Query errors become 400 naming the parameter; a store that is down or does not answer
+    in time, 503 with ``Retry-After``; DRF's own errors (401, 403, 404, 405, 429 with
+    ``Retry-After``) keep their status and headers but take the same body shape; any other
+    exception is logged with its traceback and answers 500 in that shape, never a page."""
     if isinstance(exc, QueryError):
         message = str(exc).removeprefix(f"{exc.parameter}: ")
         return Response({"error": {"parameter": exc.parameter, "message": message}}, status=status.HTTP_400_BAD_REQUEST)
+    store = unavailable_store(exc)
+    if store is not None:  # within the store's timeout (MONGO_TIMEOUT_MS, REDIS_TIMEOUT_MS), or at once
+        outage_log.warning("API reads fail: the %s store is unavailable (%s)", store, exc)
+        message = f"the {STORE_NAMES[store]} store is unavailable right now; try again shortly"
+        body = {"error": {"parameter": None, "message": message}}
+        wait = exc.retry_after_s if isinstance(exc, StoreUnavailable) else STORE_RETRY_AFTER_S
+        headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+        response = Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
+        response._has_been_logged = True  # logged above, once a minute: not an ERROR line per request
+        return response
     response = drf_exception_handler(exc, context)
     if response is None:
         view = context.get("view")

@@ -34,6 +34,11 @@ urlpatterns = [
     path(SITE + "alerts/rules/<int:rule_id>", alert_views.RuleView.as_view(), name="alert-rule"),
     path(SITE + "alerts/channels", alert_views.ChannelsView.as_view(), name="alert-channels"),
     path(SITE + "alerts/channels/<int:channel_id>", alert_views.ChannelView.as_view(), name="alert-channel"),
+    path(
+        SITE + "alerts/channels/<int:channel_id>/secret",
+        alert_views.ChannelSecretView.as_view(),
+        name="alert-channel-secret",
+    ),
     path(SITE + "alerts/episodes", alert_views.EpisodesView.as_view(), name="alert-episodes"),
     path(SITE + "reports/subscriptions", alert_views.SubscriptionsView.as_view(), name="report-subscriptions"),
     path(

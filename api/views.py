@@ -72,6 +72,7 @@ ERRORS = {
     403: OpenApiResponse(s.ErrorSerializer, description="the key lacks the read scope"),
     404: OpenApiResponse(s.ErrorSerializer, description="no such site for this key"),
     429: OpenApiResponse(s.ErrorSerializer, description="rate limit of the key; see Retry-After"),
+    503: OpenApiResponse(s.ErrorSerializer, description="a store is down or slow; try again after Retry-After"),
 }
 
 

@@ -24,6 +24,7 @@ from arroyo.processing import StreamProcessor
 from arroyo.processing.strategies import CommitOffsets, ProcessingStrategy, ProcessingStrategyFactory, Reduce, RunTask
 from arroyo.types import BaseValue, BrokerValue, Commit, Message, Partition, Topic
 
+from archive.group import GROUP
 from archive.schema import partition_path, to_row
 from archive.store import Archive, ArchiveRow
 from footfall.config import Config
@@ -31,7 +32,6 @@ from footfall.kafka_client import GroupWatch, group_consumer
 from footfall_capture.events import InvalidEvent, decode
 
 log = logging.getLogger(__name__)
-GROUP = "footfall-archiver"
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from alerts.models import EMAIL, RULE_KINDS, THRESHOLD_MEANING, WEBHOOK, AlertRule, Channel, Episode, ReportSubscription
@@ -122,19 +121,13 @@ def past_rows(episodes: Iterable[Episode], tz: ZoneInfo) -> list[dict[str, objec
     ]
 
 
-def webhook_target(url: str) -> str:
-    """A webhook's URL without its path and query, which may carry its credential."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}/…" if parts.scheme and parts.hostname else "(hidden)"
-
-
 def channel_rows(channels: Iterable[Channel]) -> list[dict[str, object]]:
     return [
         {
             "id": c.pk,
             "name": c.name,
             "kind": "webhook (Slack body)" if c.kind == WEBHOOK and c.slack else c.kind,
-            "target": c.email if c.kind == EMAIL else webhook_target(c.url),
+            "target": c.email if c.kind == EMAIL else c.url_shown,
             "enabled": "on" if c.enabled else "off",
         }
         for c in channels

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import io
+import json
 from functools import cache
 from math import ceil
 from typing import Any
@@ -27,7 +28,7 @@ from django.views.decorators.cache import never_cache
 from dashboard.access import ENVIRON_KEY, SESSION_SHARES, access_for, has_any_grant
 from dashboard.models import ShareLink
 from footfall.config import DEVELOPMENT_ENV, footfall_config
-from footfall.login_throttle import LOGIN_FAILURES_PER_MINUTE, WAIT_ATTRIBUTE
+from footfall.login_throttle import PAIR_FAILURES_PER_MINUTE, WAIT_ATTRIBUTE
 
 # Headers that belong to one hop (PEP 3333 forbids them in WSGI apps) or that Django sets itself.
 _SKIP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade"}
@@ -84,8 +85,8 @@ class ThrottledAuthenticationForm(AuthenticationForm):
             if wait is None:
                 raise
             raise ValidationError(
-                f"Too many failed sign-ins for this account or from this address (at most "
-                f"{LOGIN_FAILURES_PER_MINUTE} a minute). Try again in {ceil(wait)} seconds.",
+                f"Too many failed sign-ins for this account from this address (at most "
+                f"{PAIR_FAILURES_PER_MINUTE} a minute), or from this address. Try again in {ceil(wait)} seconds.",
                 code="throttled",
             ) from None
 
@@ -126,6 +127,21 @@ def share(request: HttpRequest, token: str) -> HttpResponse:
     return redirect(f"/dashboard/?site={link.site_id}")
 
 
+CALLBACK_ROUTE = "_dash-update-component"
+
+
+def is_callback_body(body: bytes) -> bool:
+    """Whether ``body`` has the shape of a Dash callback request: a JSON object naming its
+    ``output`` (a string) and its ``inputs`` (a list)."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return False
+    return (
+        isinstance(payload, dict) and isinstance(payload.get("output"), str) and isinstance(payload.get("inputs"), list)
+    )
+
+
 def _is_page(request: HttpRequest, rest: str) -> bool:
     """A page of the app (not one of Dash's own ``_dash-…`` routes or assets)."""
     return request.method == "GET" and not rest.startswith(("_", "assets/"))
@@ -142,6 +158,9 @@ def forward(request: HttpRequest, rest: str = "") -> HttpResponse:
         if _is_page(request, rest):
             return redirect_to_login(request.get_full_path())
         return JsonResponse({"error": "sign in to use the dashboard"}, status=403)
+    if rest == CALLBACK_ROUTE and request.method == "POST" and not is_callback_body(request.body):
+        # Dash would raise on it and log an ERROR with a traceback for each such request.
+        return JsonResponse({"error": "a malformed callback request"}, status=400)
     from werkzeug.test import run_wsgi_app
 
     from dashboard.app import get_app  # Dash is imported on first use, not when Django starts

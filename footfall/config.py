@@ -184,6 +184,14 @@ class Config:
     # reach (empty: public addresses only); None ("*"): any address, unchecked, through
     # HTTP(S)_PROXY when set (see alerts.egress).
     webhook_allowed_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] | None = ()
+    # How long a read of the API or the dashboard waits for a store that does not answer
+    # before it gives up with a 503: short, so a store's outage never holds the web threads
+    # (MONGO_TIMEOUT_MS, REDIS_TIMEOUT_MS). Batch jobs wait longer (historical.store.BATCH_TIMEOUT_MS).
+    mongo_timeout_ms: int = 1000
+    redis_timeout_ms: int = 1000
+    # Earlier SECRET_KEYs (SECRET_KEY_FALLBACKS): what they signed (sessions, unsubscribe links
+    # already emailed, share-link cookies) stays valid through a rotation; new signatures use SECRET_KEY.
+    secret_key_fallbacks: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def kafka(self) -> KafkaSettings:
@@ -218,11 +226,17 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
     realtime_retention_s = _int(env, "FOOTFALL_REALTIME_RETENTION_HOURS", 48, low=1, high=24 * 31) * 3600
     replication_factor = _int(env, "FOOTFALL_REPLICATION_FACTOR", 1, low=1, high=10)
     redis_url = _url(env, "REDIS_URL", ("redis", "rediss", "unix"), f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0")
+    allowed_hosts = _allowed_hosts(env, debug)
+    public = [host for host in allowed_hosts if not _is_local_host(host)]
+    if public and not env.get("SECRET_KEY"):
+        # The development key is public: a server others can reach must not sign with it.
+        raise ConfigError("SECRET_KEY", f"a secret key: ALLOWED_HOSTS names {public[0]!r}, which is not this machine")
     return Config(
         environment=environment,
         debug=debug,
         secret_key=_secret_key(env, debug),
-        allowed_hosts=_allowed_hosts(env, debug),
+        secret_key_fallbacks=_secret_key_fallbacks(env, debug),
+        allowed_hosts=allowed_hosts,
         database=_database(env, data_dir),
         kafka_bootstrap_servers=_bootstrap_servers(env),
         kafka_security=_kafka_security(env),
@@ -271,6 +285,8 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         email=_email(env, data_dir, environment),
         public_url=_public_url(env, environment),
         webhook_allowed_networks=_webhook_networks(env, "FOOTFALL_WEBHOOK_ALLOWED_NETWORKS"),
+        mongo_timeout_ms=_int(env, "MONGO_TIMEOUT_MS", 1000, low=50, high=120_000),
+        redis_timeout_ms=_int(env, "REDIS_TIMEOUT_MS", 1000, low=50, high=120_000),
     )
 
 
@@ -358,6 +374,26 @@ def _secret_key(env: Mapping[str, str], debug: bool) -> str:
         "a secret key whenever DEBUG is off (generate one with "
         "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`)",
     )
+
+
+def _secret_key_fallbacks(env: Mapping[str, str], debug: bool) -> tuple[str, ...]:
+    """``SECRET_KEY_FALLBACKS``: earlier secret keys, comma-separated (the keys Footfall tells
+    operators to generate hold no comma), each as long as a SECRET_KEY must be."""
+    keys = tuple(key.strip() for key in env.get("SECRET_KEY_FALLBACKS", "").split(",") if key.strip())
+    for key in keys:
+        if not debug and (len(key) < MIN_SECRET_LENGTH or key == INSECURE_DEV_SECRET):
+            raise ConfigError("SECRET_KEY_FALLBACKS", f"earlier secret keys of at least {MIN_SECRET_LENGTH} characters")
+    return keys
+
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1", "testserver"})
+
+
+def _is_local_host(host: str) -> bool:
+    """Whether an ALLOWED_HOSTS entry names only this machine (``localhost``, a loopback address,
+    ``*.localhost``, Django's ``testserver``)."""
+    host = host.lower()
+    return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
 
 
 def _allowed_hosts(env: Mapping[str, str], debug: bool) -> tuple[str, ...]:

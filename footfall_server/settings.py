@@ -27,6 +27,8 @@ except ConfigError as exc:
 
 DEBUG = FOOTFALL.debug
 SECRET_KEY = FOOTFALL.secret_key
+# Rotation: the old key here while what it signed is still in use (docs/operations.md).
+SECRET_KEY_FALLBACKS = list(FOOTFALL.secret_key_fallbacks)
 ALLOWED_HOSTS = list(FOOTFALL.allowed_hosts)
 
 INSTALLED_APPS = [
@@ -208,11 +210,18 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "INFO"},
-    "loggers": {"django": {"level": "INFO", "propagate": True}},
+    "loggers": {
+        "django": {"level": "INFO", "propagate": True},
+        # httpx and httpcore log every request at INFO with its full URL: a webhook's URL may be
+        # its credential (Slack's are). Deliveries are logged by alerts.delivery, by channel.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+    },
 }
 
 if not DEBUG:
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    if FOOTFALL.trusted_proxies:  # only a proxy in front may say the request came over TLS
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
     SECURE_HSTS_SECONDS = 31536000
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True

@@ -61,12 +61,13 @@ import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
 import pymongo
 from pymongo import ASCENDING, DESCENDING, DeleteMany, ReplaceOne
 from pymongo.database import Database
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConnectionFailure, ExecutionTimeout, PyMongoError
 
 from footfall.ping import Ping
 from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_SOURCE_PREFIX
@@ -265,14 +266,25 @@ def documents(db: Database, site: str, days: Iterable[str]) -> dict[str, list[di
     return {name: sorted(db[name].find(query), key=lambda d: d["_id"]) for name in ROLLUP_COLLECTIONS}
 
 
-def connect(url: str, name: str) -> tuple[pymongo.MongoClient, Database]:
-    client: pymongo.MongoClient = pymongo.MongoClient(url, serverSelectionTimeoutMS=10_000, tz_aware=True)
+BATCH_TIMEOUT_MS = 10_000  # a rollup waits out a replica set's election; the API does not (MONGO_TIMEOUT_MS)
+
+
+def connect(url: str, name: str, timeout_ms: int = BATCH_TIMEOUT_MS) -> tuple[pymongo.MongoClient, Database]:
+    """A client of ``url`` and its database ``name``. ``timeout_ms`` bounds finding a server and
+    connecting to it, unless ``url`` sets either itself (its options win)."""
+    given = {option.lower() for option in parse_qs(urlsplit(url).query)}
+    timeouts = {
+        option: timeout_ms for option in ("serverSelectionTimeoutMS", "connectTimeoutMS") if option.lower() not in given
+    }
+    client: pymongo.MongoClient = pymongo.MongoClient(url, tz_aware=True, **timeouts)
     return client, client[name]
 
 
 # What the Mongo client raises when the server is away or refuses: callers that report which
 # store failed test against it without importing the client themselves.
 ERRORS: tuple[type[Exception], ...] = (PyMongoError,)
+# Of those, the ones that mean it is away or too slow (not a refused query): its breaker opens.
+UNAVAILABLE: tuple[type[Exception], ...] = (ConnectionFailure, ExecutionTimeout)
 
 
 def mongo_ping(url: str, timeout_s: float) -> Ping[pymongo.MongoClient]:

@@ -20,7 +20,8 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from archive.archiver import GROUP as ARCHIVER_GROUP
+from archive.group import GROUP as ARCHIVER_GROUP
+from footfall.breaker import Breaker, StoreUnavailable
 from footfall.config import Config
 from footfall_capture.kafka import client_config
 from historical import store as mongo
@@ -181,8 +182,28 @@ def check_all(cfg: Config) -> dict[str, str | None]:
         checks.close()
 
 
+# One breaker per store and process: the API's reads fail at once while a store that just
+# failed is away (footfall/breaker.py); query.runtime puts the readers behind them.
+BREAKERS = {"mongo": Breaker(), "redis": Breaker()}
+
+
+def unavailable_store(exc: BaseException) -> str | None:
+    """The store that is away (down, unreachable, too slow) if that is why ``exc`` was raised;
+    its breaker is opened (a reader may return a cursor that fails later, outside the breaker)."""
+    if isinstance(exc, StoreUnavailable):
+        return exc.store
+    store = (
+        "redis" if isinstance(exc, counters.UNAVAILABLE) else "mongo" if isinstance(exc, mongo.UNAVAILABLE) else None
+    )
+    if store is not None:
+        BREAKERS[store].failed()
+    return store
+
+
 def failed_store(exc: BaseException) -> Literal["redis", "mongo", "kafka"] | None:
     """The store whose client raised ``exc``, or None when it came from elsewhere."""
+    if isinstance(exc, StoreUnavailable):  # its breaker is open: it failed moments ago
+        return "redis" if exc.store == "redis" else "mongo"
     if isinstance(exc, counters.ERRORS):
         return "redis"
     if isinstance(exc, mongo.ERRORS):

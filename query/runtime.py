@@ -4,14 +4,18 @@ process, from Footfall's configuration (created on first use)."""
 from __future__ import annotations
 
 from functools import cache
+from typing import cast
 
+from footfall.breaker import Guarded
 from footfall.config import footfall_config
+from historical import store as mongo
 from historical.reads import RollupReads
 from historical.store import connect
 from query.conversions import Conversions
-from query.health import HealthChecks, PipelineHealth
+from query.health import BREAKERS, HealthChecks, PipelineHealth
 from query.service import QueryService
 from query.settled_cache import SettledCache
+from realtime import store as counters
 from realtime.reads import RealtimeQueries
 from realtime.runtime import get_store
 
@@ -19,15 +23,16 @@ from realtime.runtime import get_store
 @cache
 def get_rollups() -> RollupReads:
     cfg = footfall_config()
-    _, db = connect(cfg.mongo_url, cfg.mongo_db)
-    return RollupReads(db)
+    _, db = connect(cfg.mongo_url, cfg.mongo_db, cfg.mongo_timeout_ms)  # the API's reads: fail fast
+    return cast(RollupReads, Guarded(RollupReads(db), "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
 
 
 @cache
 def get_service() -> QueryService:
     cfg = footfall_config()
     cache = SettledCache(cfg.api_cache_items) if cfg.api_cache_items else None
-    return QueryService(get_rollups(), RealtimeQueries(get_store()), cfg.realtime_retention_s, cache=cache)
+    recent = Guarded(RealtimeQueries(get_store()), "redis", BREAKERS["redis"], counters.UNAVAILABLE)
+    return QueryService(get_rollups(), cast(RealtimeQueries, recent), cfg.realtime_retention_s, cache=cache)
 
 
 @cache

@@ -405,6 +405,8 @@ class CounterStore:
 # What the Redis client raises when the server is away or refuses: callers that report which
 # store failed test against it without importing the client themselves.
 ERRORS: tuple[type[Exception], ...] = (redis.RedisError,)
+# Of those, the ones that mean it is away or too slow (not a refused command): its breaker opens.
+UNAVAILABLE: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
 
 
 def redis_ping(url: str, timeout_s: float) -> Ping[redis.Redis]:

@@ -12,10 +12,21 @@ same counts serve custom events (:func:`count_values` over event names and prope
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pyarrow as pa
-import pyarrow.compute as pc
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def _arrow() -> tuple[ModuleType, ModuleType]:
+    """pyarrow and its compute module, imported on the first count: the web processes import
+    this module (through the realtime store's readers) but never count, and pyarrow is ~120 MB
+    of their memory they would carry for nothing."""
+    import pyarrow
+    import pyarrow.compute
+
+    return pyarrow, pyarrow.compute
 
 
 class ValueCount(NamedTuple):
@@ -43,6 +54,7 @@ def count_values(
     Rows of one site, bucket and dimension are adjacent, by page views descending, then value."""
     if not sites:
         return [], []
+    pa, pc = _arrow()
     names = sorted(set(sites))
     codes = {name: code for code, name in enumerate(names)}
     n, dims = len(sites), len(columns)
@@ -116,6 +128,7 @@ def sum_values(
     Rows of one site, bucket and dimension are adjacent, by count descending, then value."""
     if not sites:
         return [], []
+    pa, pc = _arrow()
     names = sorted(set(sites))
     codes = {name: code for code, name in enumerate(names)}
     n, dims = len(sites), len(columns)

@@ -32,6 +32,16 @@ def quiet_logs_start_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
                 monkeypatch.setattr(quiet, "seen", {})
 
 
+@pytest.fixture(autouse=True)
+def store_breakers_start_closed() -> None:
+    """Each test starts with every store's breaker closed (footfall/breaker.py): a store an
+    earlier test made fail, on purpose, is not refused to the next one for its cool-down."""
+    from query.health import BREAKERS
+
+    for breaker in BREAKERS.values():
+        breaker.succeeded()
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(
     django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory

@@ -1,4 +1,5 @@
-"""Passwords: sign-ins are throttled per account and per address; the API never takes one."""
+"""Passwords: sign-ins are throttled per (account, address), per address and per account, without
+locking anybody out; the API never takes one."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authentication import BasicAuthentication, SessionAuthentication
 
 from footfall.config import footfall_config
-from footfall.login_throttle import LOGIN_FAILURES_PER_MINUTE
+from footfall.login_throttle import ACCOUNT_FAILURES_PER_MINUTE, ADDRESS_FAILURES_PER_MINUTE, PAIR_FAILURES_PER_MINUTE
 from tests.integration.api.conftest import make_site
 
 PASSWORD = "correct horse battery staple 42"
@@ -52,41 +53,67 @@ def sign_in(client: Client, username: str, password: str, address: str):
 
 
 @pytest.mark.django_db
-def test_sixth_bad_password_within_a_minute_is_refused_without_checking_it(checked: list[str]) -> None:
-    """Five wrong passwords for one account; the sixth attempt, even the right one, is not checked."""
+def test_sixth_bad_password_from_an_address_is_refused_without_checking_it(checked: list[str]) -> None:
+    """Five wrong passwords for one account from one address; the sixth attempt from there, even
+    the right one, is not checked. The same address's /64 is the same client."""
     name = unique("ann")
     get_user_model().objects.create_user(name, password=PASSWORD)
+    network = new_client_network()
     client = Client()
-    for n in range(LOGIN_FAILURES_PER_MINUTE):
-        # From five clients: the account's own limit is what stops the sixth.
-        response = sign_in(client, name, f"guess {n}", new_client_network() + "1")
+    for n in range(PAIR_FAILURES_PER_MINUTE):
+        response = sign_in(client, name, f"guess {n}", network + "1")
         assert response.status_code == 200
         assert b"do not match an active account" in response.content
-    assert checked == [name] * LOGIN_FAILURES_PER_MINUTE
+    assert checked == [name] * PAIR_FAILURES_PER_MINUTE
 
-    refused = sign_in(client, name, PASSWORD, new_client_network() + "1")
+    refused = sign_in(client, name, PASSWORD, network + "2")
     assert refused.status_code == 429
     assert 1 <= int(refused["Retry-After"]) <= 60
     assert b"Too many failed sign-ins" in refused.content
-    assert len(checked) == LOGIN_FAILURES_PER_MINUTE, "the refused attempt's password was checked"
+    assert len(checked) == PAIR_FAILURES_PER_MINUTE, "the refused attempt's password was checked"
     assert "_auth_user_id" not in client.session
 
 
 @pytest.mark.django_db
+def test_wrong_passwords_from_one_address_leave_the_right_one_from_another_working(checked: list[str]) -> None:
+    """Anyone may fail on purpose for an account: its owner, elsewhere, still signs in."""
+    name = unique("admin")
+    get_user_model().objects.create_user(name, password=PASSWORD)
+    attacker, owner = new_client_network() + "1", new_client_network() + "1"
+    for n in range(PAIR_FAILURES_PER_MINUTE + 3):
+        sign_in(Client(), name, f"guess {n}", attacker)
+    assert sign_in(Client(), name, PASSWORD, attacker).status_code == 429
+    assert sign_in(Client(), name, PASSWORD, owner).status_code == 302
+
+
+@pytest.mark.django_db
 def test_one_address_guessing_across_accounts_is_refused(checked: list[str]) -> None:
-    """Per address too: five failures on five accounts, the sixth account from there is not checked."""
+    """Per address too: failures on many accounts; past the address's limit the next account from
+    there is not checked, and another client still signs in to it."""
     network = new_client_network()
-    names = [unique("bob") for _ in range(LOGIN_FAILURES_PER_MINUTE + 1)]
+    names = [unique("bob") for _ in range(ADDRESS_FAILURES_PER_MINUTE + 1)]
     for name in names:
         get_user_model().objects.create_user(name, password=PASSWORD)
     client = Client()
     for name in names[:-1]:
         assert sign_in(client, name, "wrong", network + "1").status_code == 200
-    # Another address of the same /64 is the same client.
     assert sign_in(client, names[-1], PASSWORD, network + "2").status_code == 429
     assert checked == names[:-1]
-    # Another client still signs in to that account.
     assert sign_in(client, names[-1], PASSWORD, new_client_network() + "1").status_code == 302
+
+
+@pytest.mark.django_db
+def test_a_distributed_guess_refuses_new_addresses_but_not_a_known_good_one(checked: list[str]) -> None:
+    """Failures for one account from many addresses: past the account's limit an address that
+    never signed in to it is refused; the owner's, which did, is still checked and let in."""
+    name = unique("carol")
+    get_user_model().objects.create_user(name, password=PASSWORD)
+    owner = new_client_network() + "1"
+    assert sign_in(Client(), name, PASSWORD, owner).status_code == 302  # known good from now on
+    for n in range(ACCOUNT_FAILURES_PER_MINUTE):
+        assert sign_in(Client(), name, f"guess {n}", new_client_network() + "1").status_code == 200
+    assert sign_in(Client(), name, PASSWORD, new_client_network() + "1").status_code == 429
+    assert sign_in(Client(), name, PASSWORD, owner).status_code == 302
 
 
 @pytest.mark.django_db
@@ -95,11 +122,10 @@ def test_admin_sign_in_is_throttled_too(checked: list[str]) -> None:
     name = unique("root")
     get_user_model().objects.create_user(name, password=PASSWORD, is_staff=True, is_superuser=True)
     client = Client()
-    for n in range(LOGIN_FAILURES_PER_MINUTE + 1):
-        client.post(
-            "/admin/login/", {"username": name, "password": f"guess {n}"}, REMOTE_ADDR=new_client_network() + "1"
-        )
-    assert len(checked) == LOGIN_FAILURES_PER_MINUTE
+    address = new_client_network() + "1"
+    for n in range(PAIR_FAILURES_PER_MINUTE + 1):
+        client.post("/admin/login/", {"username": name, "password": f"guess {n}"}, REMOTE_ADDR=address)
+    assert len(checked) == PAIR_FAILURES_PER_MINUTE
 
 
 @pytest.mark.django_db

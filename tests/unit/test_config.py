@@ -277,3 +277,34 @@ def test_email_goes_to_files_in_development_and_to_smtp_as_configured() -> None:
     assert (tls.port, tls.ssl, tls.starttls) == (465, True, False)
     plain = load_config({**PROD, "EMAIL_URL": "smtp://relay.internal:587?tls=none"}, BASE).email
     assert plain.starttls is False
+
+
+def test_the_development_key_never_signs_for_a_public_host() -> None:
+    """FOOTFALL_ENV=local with ALLOWED_HOSTS naming a host others reach needs a SECRET_KEY of its own."""
+    assert load_config({**LOCAL, "ALLOWED_HOSTS": "localhost,127.0.0.1,app.localhost"}, BASE).secret_key == (
+        INSECURE_DEV_SECRET
+    )
+    with pytest.raises(ConfigError, match=r"SECRET_KEY: .*'stats\.example\.com', which is not this machine"):
+        load_config({**LOCAL, "ALLOWED_HOSTS": "localhost,stats.example.com"}, BASE)
+    with pytest.raises(ConfigError, match="SECRET_KEY"):
+        load_config({**LOCAL, "ALLOWED_HOSTS": "*"}, BASE)
+    assert load_config({**LOCAL, "ALLOWED_HOSTS": "stats.example.com", "SECRET_KEY": "k" * 60}, BASE).secret_key
+
+
+@pytest.mark.parametrize(("proxies", "header"), [("0", "None"), ("1", "('HTTP_X_FORWARDED_PROTO', 'https')")])
+def test_the_forwarded_scheme_is_trusted_only_behind_a_proxy(proxies: str, header: str) -> None:
+    """With no proxy in front, a client's own X-Forwarded-Proto must not make a request secure."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        **PROD,
+        "FOOTFALL_TRUSTED_PROXIES": proxies,
+        "DJANGO_SETTINGS_MODULE": "footfall_server.settings",
+    }
+    program = "from django.conf import settings; print(getattr(settings, 'SECURE_PROXY_SSL_HEADER', None))"
+    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert out.stdout.strip().splitlines()[-1] == header, out.stderr[-2000:]

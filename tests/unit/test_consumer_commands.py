@@ -57,7 +57,7 @@ def test_archiver_restarts_after_a_kafka_error(monkeypatch: pytest.MonkeyPatch) 
 def test_realtime_worker_restarts_after_a_kafka_error(monkeypatch: pytest.MonkeyPatch) -> None:
     module = "realtime.management.commands.run_realtime"
     monkeypatch.setattr(f"{module}.build_processor", lambda *a, **k: FlakyProcessor())
-    monkeypatch.setattr(f"{module}.get_store", lambda: None)
+    monkeypatch.setattr(f"{module}.store_for", lambda *a, **k: None)
     monkeypatch.setattr("footfall.supervise.time", SimpleNamespace(sleep=lambda _s: None))  # no back-off wait
     call_command("run_realtime")
     assert FlakyProcessor.runs == 2
@@ -93,7 +93,7 @@ def test_a_processor_that_ends_on_its_own_is_built_again_with_a_fresh_watch(
         monkeypatch.setattr("archive.management.commands.run_archiver.build_archiver", build)
     else:
         monkeypatch.setattr("realtime.management.commands.run_realtime.build_processor", build)
-        monkeypatch.setattr("realtime.management.commands.run_realtime.get_store", lambda: None)
+        monkeypatch.setattr("realtime.management.commands.run_realtime.store_for", lambda *a, **k: None)
     call_command(command, "--rejoin-limit-s", "42")
     assert StuckOnceProcessor.runs == 2
     assert len(watches) == 2

@@ -6,7 +6,8 @@ from arroyo.errors import ConsumerError
 from confluent_kafka import KafkaException
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from archive.archiver import GROUP, build_archiver
+from archive.archiver import build_archiver
+from archive.group import GROUP
 from footfall.config import footfall_config
 from footfall.supervise import Processor, add_consumer_arguments, consumer_options, run_until_stopped
 from footfall_capture.kafka_security import KafkaAuthenticationFailed

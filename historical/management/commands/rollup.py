@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from archive.archiver import GROUP as ARCHIVER_GROUP
+from archive.group import GROUP as ARCHIVER_GROUP
 from archive.management.lock_option import add_lock_timeout, holding_archive_lock
 from footfall.config import footfall_config
 from footfall_capture.kafka import client_config

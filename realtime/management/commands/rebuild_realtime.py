@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from footfall.config import footfall_config
 from realtime.rebuild import rebuild
-from realtime.runtime import get_store
+from realtime.runtime import store_for
 
 
 def _ms(value: str, name: str) -> int:
@@ -36,7 +36,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: object, **opts: object) -> None:
-        store = get_store()
+        store = store_for(footfall_config())
         now = int(time.time() * 1000)
         start = _ms(str(opts["start"]), "from") if opts["start"] else now - store.layout.retention_s * 1000
         end = _ms(str(opts["end"]), "to") if opts["end"] else now + 60_000

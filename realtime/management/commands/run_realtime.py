@@ -15,7 +15,7 @@ from footfall.config import footfall_config
 from footfall.supervise import Processor, add_consumer_arguments, consumer_options, run_until_stopped
 from footfall_capture.kafka_security import KafkaAuthenticationFailed
 from realtime.consumer import BATCH_SIZE, BATCH_TIME_S, RECENT_IDS, build_processor
-from realtime.runtime import GROUP, get_store
+from realtime.runtime import GROUP, store_for
 
 
 class Command(BaseCommand):
@@ -36,7 +36,7 @@ class Command(BaseCommand):
         cfg = footfall_config()
 
         def build() -> Processor:
-            return build_processor(cfg, get_store(), recent_ids=int(opts["recent_ids"]), **consumer_options(opts))
+            return build_processor(cfg, store_for(cfg), recent_ids=int(opts["recent_ids"]), **consumer_options(opts))
 
         retry_on = (redis.RedisError, OSError, KafkaException)
         try:

@@ -212,6 +212,10 @@ def test_a_webhook_secret_is_shown_once(client: Client, manager: SiteKey) -> Non
     listed = answers[0].json()["results"]
     assert [c["name"] for c in listed] == ["Ops hook", "Mail"]
     assert all("secret" not in c for c in listed)
+    # The URL, which may be the credential itself (a Slack incoming webhook), only as its host.
+    assert listed[0]["url"] == "https://hooks.example.com/…"
+    for answer in answers:
+        assert "hooks.example.com/ff" not in answer.content.decode()
 
 
 @pytest.mark.parametrize(

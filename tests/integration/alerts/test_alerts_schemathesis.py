@@ -33,7 +33,7 @@ def test_alert_endpoints_conform_to_the_schema(manager: SiteKey) -> None:
     )
     schema = schemathesis.openapi.from_wsgi("/api/v1/schema?format=json", application)
     operations = [r.ok() for r in schema.get_all_operations() if r.ok().path.startswith(PREFIXES)]
-    assert len(operations) == 12, [o.label for o in operations]
+    assert len(operations) == 13, [o.label for o in operations]
     statuses: Counter = Counter()
 
     for operation in operations:

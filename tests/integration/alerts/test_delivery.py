@@ -33,9 +33,9 @@ def receivers_on_loopback(allow_loopback: None) -> None:
 
 def verifies(secret: str, headers: dict[str, str], body: bytes) -> bool:
     """The receiver's check, as docs/alerts.md shows it."""
-    signed = headers[TIMESTAMP_HEADER].encode() + b"." + body
+    signed = f"{headers[TIMESTAMP_HEADER]}.{headers[DELIVERY_HEADER]}.".encode() + body
     expected = "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, headers[SIGNATURE_HEADER])
+    return any(hmac.compare_digest(expected, value.strip()) for value in headers[SIGNATURE_HEADER].split(","))
 
 
 def test_the_spike_email_arrives_with_text_html_top_referrer_and_chart(site, smtp, worker) -> None:

@@ -157,3 +157,15 @@ def test_share_link_command_issues_lists_and_revokes(site: Site) -> None:
     assert ShareLink.resolve(token) is None
     with pytest.raises(CommandError, match="no live share link"):
         call_command("share_link", site.site_id, revoke=link.prefix, stdout=StringIO())
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[]", b'{"inputs": []}', b'{"output": "x", "inputs": "y"}'])
+def test_a_malformed_callback_is_a_400_not_an_error_in_the_log(
+    site: Site, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = Client()
+    client.force_login(user("mallory", site))
+    response = client.post("/dashboard/_dash-update-component", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {"error": "a malformed callback request"}
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]

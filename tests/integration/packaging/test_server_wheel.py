@@ -74,7 +74,7 @@ def server(cfg: Config, wheels: Wheels, tmp_path_factory: pytest.TempPathFactory
         "FOOTFALL_ENV": "production",
         "SECRET_KEY": "wheel-test-" + "k" * 60,
         "ALLOWED_HOSTS": "127.0.0.1",
-        "FOOTFALL_TRUSTED_PROXIES": "0",  # the test's clients connect to gunicorn directly
+        "FOOTFALL_TRUSTED_PROXIES": "1",  # the test plays the TLS proxy: it sends X-Forwarded-Proto
         "KAFKA_BOOTSTRAP_SERVERS": cfg.kafka_bootstrap_servers,
         "REDIS_URL": cfg.redis_url,
         "MONGO_URL": cfg.mongo_url,

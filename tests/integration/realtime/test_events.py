@@ -234,7 +234,7 @@ def test_workers_count_custom_events_and_engagement_from_kafka(
 
     forget(store, site)
     assert queries.event_totals(site, start, end)["engaged_ms"] == 0
-    monkeypatch.setattr("realtime.management.commands.rebuild_realtime.get_store", lambda: store)
+    monkeypatch.setattr("realtime.management.commands.rebuild_realtime.store_for", lambda *a, **k: store)
     call_command("rebuild_realtime", site=site, topic=rt_topic, no_progress=True)
     check(queries, site, events, start, end)
     assert (queries.goal_counts(site, GOALS, start, end), queries.engagement(site, "page", start, end),

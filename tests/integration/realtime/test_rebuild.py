@@ -38,7 +38,7 @@ def test_rebuild_restores_lost_counters_and_repairs_corrupt_ones(
 
     # Redis lost everything of this site: a plain replay restores it.
     forget(store, site)
-    monkeypatch.setattr("realtime.management.commands.rebuild_realtime.get_store", lambda: store)
+    monkeypatch.setattr("realtime.management.commands.rebuild_realtime.store_for", lambda *a, **k: store)
     call_command("rebuild_realtime", site=site, topic=rt_topic, no_progress=True)
     assert queries.totals(site, start, end)["pageviews"] == 2000
 
@@ -76,7 +76,7 @@ def test_rebuild_restores_counters_sharded_over_three_redis(cfg: Config, rt_topi
 
     forget(store, site)
     assert RealtimeQueries(store).totals(site, start, end)["pageviews"] == 0
-    monkeypatch.setattr("realtime.management.commands.rebuild_realtime.get_store", lambda: store)
+    monkeypatch.setattr("realtime.management.commands.rebuild_realtime.store_for", lambda *a, **k: store)
     call_command("rebuild_realtime", site=site, topic=rt_topic, no_progress=True)
     assert answers(store, site, start, end) == counted
     assert_exact(store, site, events)

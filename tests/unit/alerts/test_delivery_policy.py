@@ -11,12 +11,13 @@ import pytest
 from alerts.delivery import DeliveryError, backoff_seconds, post_webhook, signature
 
 
-def test_signature_is_hmac_sha256_of_timestamp_dot_body() -> None:
+def test_signature_is_hmac_sha256_of_timestamp_delivery_and_body() -> None:
     body = b'{"event":"opened"}'
-    expected = hmac.new(b"s3cret", b"1764165600." + body, hashlib.sha256).hexdigest()
-    assert signature("s3cret", 1764165600, body) == f"sha256={expected}"
-    assert signature("other", 1764165600, body) != signature("s3cret", 1764165600, body)
-    assert signature("s3cret", 1764165601, body) != signature("s3cret", 1764165600, body)
+    expected = hmac.new(b"s3cret", b"1764165600.42." + body, hashlib.sha256).hexdigest()
+    assert signature("s3cret", 1764165600, 42, body) == f"sha256={expected}"
+    assert signature("other", 1764165600, 42, body) != signature("s3cret", 1764165600, 42, body)
+    assert signature("s3cret", 1764165601, 42, body) != signature("s3cret", 1764165600, 42, body)
+    assert signature("s3cret", 1764165600, 43, body) != signature("s3cret", 1764165600, 42, body)
 
 
 def test_backoff_doubles_from_the_base_with_bounded_jitter() -> None:
