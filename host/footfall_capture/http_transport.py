@@ -37,7 +37,6 @@ class HttpTransport:
         self.settings = settings
         self.urls = urls
         self.stats = stats
-        self.event_type = "request" if settings.track == "requests" else "pageview"
         self.salts = SiteSalts(settings.collector)
         self.sink = shared_http_sink(settings.collector, settings.spool_dir, settings.spool_max_bytes)
 
@@ -64,7 +63,7 @@ class HttpTransport:
         address = client_address(hit.remote_addr, hit.forwarded_for, self.settings.trusted_proxies)
         item: dict[str, object] = {
             "site_id": self.settings.site_id,
-            "type": self.event_type,
+            "type": self.settings.event_type,
             "event_id": new_event_id(),
             "ts": hit.ts,
             "url": url[:MAX_INPUT_TEXT],

@@ -37,7 +37,6 @@ class KafkaTransport:
         self.settings = settings
         self.urls = urls
         self.stats = stats
-        self.event_type = "request" if settings.track == "requests" else "pageview"
         self.sink = shared_sink(settings)
         self.salts = SaltStore(redis.Redis.from_url(settings.redis_url, socket_timeout=2), settings.late_window)
         self._day_salt, self._site_salt = b"", b""  # the last day's salt seen, and the site's salt derived from it
@@ -65,7 +64,7 @@ class KafkaTransport:
         counted by the worker)."""
         salt = self._salt(hit.ts)  # first: a job kept for later must not have done anything yet
         url, host = self.urls.url_and_host(hit.path, hit.url_values)
-        draft = hit.draft(self.settings.site_id, self.event_type, url, self.settings.trusted_proxies)
+        draft = hit.draft(self.settings.site_id, self.settings.event_type, url, self.settings.trusted_proxies)
         try:
             result = accept(draft, self._context(salt, host), self.sink)
         except InvalidEvent as exc:  # on the invalid-events topic already

@@ -90,6 +90,11 @@ class CaptureSettings:
     timezone: str
     late_window: dt.timedelta
 
+    @property
+    def event_type(self) -> str:
+        """The type of the events this site's middleware records."""
+        return "request" if self.track == "requests" else "pageview"
+
 
 def default_spool_dir(environ: Mapping[str, str]) -> Path:
     """``$XDG_STATE_HOME/footfall-capture/spool`` (``~/.local/state`` if unset): durable, per user."""
