@@ -11,9 +11,6 @@ import datetime as dt
 import io
 from collections.abc import Sequence
 
-from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
-from matplotlib.figure import Figure
-
 WIDTH_IN, HEIGHT_IN, DPI = 6.0, 2.2, 100  # 600 x 220 px: fits a mail column on a phone
 LINE, FILL, MARK = "#2563eb", "#dbeafe", "#dc2626"
 
@@ -29,6 +26,11 @@ def series_png(
     ``highlight_from`` on (e.g. a spike's window) is shaded. Raises ValueError on no points."""
     if not points:
         raise ValueError("a chart needs at least one point")
+    # Imported here, not with the module: the web processes import the mail modules (the
+    # unsubscribe view) but never draw, and matplotlib is a large import they would carry.
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+    from matplotlib.figure import Figure
+
     times = [t for t, _ in points]
     values = [v for _, v in points]
     fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 
+from alerts.charts import series_png
 from alerts.models import RULE_KINDS, SPIKE, Episode
 
 log = logging.getLogger(__name__)
@@ -156,8 +157,6 @@ def chart_png(episode: Episode) -> bytes | None:
     window = details.get("window_minutes")
     highlight = points[-1][0] - dt.timedelta(minutes=window) if isinstance(window, int) and window > 0 else None
     metric = str(details.get("metric") or "")
-    from alerts.charts import series_png  # matplotlib: for the workers that send mail, not web processes
-
     return series_png(
         points, title=_one_line(episode.rule.name), ylabel=METRIC_LABELS.get(metric, metric), highlight_from=highlight
     )

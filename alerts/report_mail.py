@@ -19,6 +19,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from alerts.charts import series_png
 from alerts.messages import attach_inline_png
 from alerts.models import ReportSubscription
 from alerts.reports import Report, Total
@@ -97,10 +98,6 @@ def render(report: Report) -> Rendered:
     if visitors.change is not None:
         subject += f" ({_percent_change(visitors.change)})"
     points = [(t, float(v)) for t, v in report.daily_visitors if v is not None]
-    # Imported here: matplotlib is for the Celery worker that sends reports, not the web
-    # processes, which import this module for the unsubscribe view.
-    from alerts.charts import series_png
-
     chart = series_png(points, title="Visitors per day", ylabel="visitors") if points else None
     context = {
         "report": report,

@@ -272,7 +272,7 @@ class ChannelSecretView(SiteView):
     @extend_schema(
         summary="Rotate a webhook's secret",
         description=(
-            "A new secret, returned in this answer only. For `previous_valid_for_days` (7) every request "
+            "A new secret, returned in this answer only. Until `previous_valid_until` (7 days) every request "
             "carries a second signature under the previous secret, so receivers switch over without "
             "missing an alert. Needs a key with the manage scope."
         ),

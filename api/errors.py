@@ -14,15 +14,13 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from footfall.breaker import StoreUnavailable
 from footfall.vocabulary import QueryError
 from footfall_capture.quiet_log import quiet_logger
-from query.health import unavailable_store
+from query.health import BREAKERS, unavailable_store
 
 log = logging.getLogger(__name__)
 outage_log = quiet_logger(f"{__name__}.stores")  # one line a minute per store while it is down
 INTERNAL_ERROR = "internal error: the server could not answer this request; it has been logged"
-STORE_RETRY_AFTER_S = 5  # the breakers' cool-down (footfall/breaker.py)
 STORE_NAMES = {"mongo": "settled data (MongoDB)", "redis": "realtime data (Redis)"}
 
 
@@ -39,8 +37,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         outage_log.warning("API reads fail: the %s store is unavailable (%s)", store, exc)
         message = f"the {STORE_NAMES[store]} store is unavailable right now; try again shortly"
         body = {"error": {"parameter": None, "message": message}}
-        wait = exc.retry_after_s if isinstance(exc, StoreUnavailable) else STORE_RETRY_AFTER_S
-        headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+        headers = {"Retry-After": str(max(1, math.ceil(BREAKERS[store].retry_after_s())))}
         response = Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
         response._has_been_logged = True  # logged above, once a minute: not an ERROR line per request
         return response

@@ -26,9 +26,8 @@ from footfall_capture.events import (
 
 MAX_BODY_BYTES = 64 * 1024
 _MAX_INT64 = 2**63 - 1  # what the archive, Spark and Mongo hold as an integer
-_LONG = MAX_INPUT_TEXT  # accepted on input, then cut to the event's limits (long referrers are common)
 
-_Text = Annotated[str, msgspec.Meta(max_length=_LONG)]
+_Text = Annotated[str, msgspec.Meta(max_length=MAX_INPUT_TEXT)]
 _PropValue = Annotated[str, msgspec.Meta(max_length=MAX_PROP_VALUE_LENGTH)] | int | float | bool | None
 _Props = Annotated[
     dict[Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PROP_KEY_LENGTH)], _PropValue],
@@ -60,7 +59,7 @@ class Beacon(msgspec.Struct, forbid_unknown_fields=False):
     # Only server-side batches may set these (see to_draft's ``ts_window``).
     ts: int | None = None
     ip: Annotated[str, msgspec.Meta(max_length=64)] | None = None
-    user_agent: Annotated[str, msgspec.Meta(max_length=_LONG)] | None = None
+    user_agent: Annotated[str, msgspec.Meta(max_length=MAX_INPUT_TEXT)] | None = None
     method: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{1,16}$")] | None = None
     status: Annotated[int, msgspec.Meta(ge=100, le=599)] | None = None
     duration_ms: Annotated[float, msgspec.Meta(ge=0)] | None = None

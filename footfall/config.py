@@ -227,14 +227,10 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
     replication_factor = _int(env, "FOOTFALL_REPLICATION_FACTOR", 1, low=1, high=10)
     redis_url = _url(env, "REDIS_URL", ("redis", "rediss", "unix"), f"redis://127.0.0.1:{LOCAL_PORTS['redis']}/0")
     allowed_hosts = _allowed_hosts(env, debug)
-    public = [host for host in allowed_hosts if not _is_local_host(host)]
-    if public and not env.get("SECRET_KEY"):
-        # The development key is public: a server others can reach must not sign with it.
-        raise ConfigError("SECRET_KEY", f"a secret key: ALLOWED_HOSTS names {public[0]!r}, which is not this machine")
     return Config(
         environment=environment,
         debug=debug,
-        secret_key=_secret_key(env, debug),
+        secret_key=_secret_key(env, debug, allowed_hosts),
         secret_key_fallbacks=_secret_key_fallbacks(env, debug),
         allowed_hosts=allowed_hosts,
         database=_database(env, data_dir),
@@ -361,12 +357,20 @@ def _name(env: Mapping[str, str], name: str, default: str) -> str:
     return raw
 
 
-def _secret_key(env: Mapping[str, str], debug: bool) -> str:
+def _weak_secret(key: str) -> bool:
+    """Too short to sign with, or the development key everyone can read."""
+    return len(key) < MIN_SECRET_LENGTH or key == INSECURE_DEV_SECRET
+
+
+def _secret_key(env: Mapping[str, str], debug: bool, allowed_hosts: tuple[str, ...]) -> str:
     raw = env.get("SECRET_KEY", "")
     if raw:
-        if not debug and (len(raw) < MIN_SECRET_LENGTH or raw == INSECURE_DEV_SECRET):
+        if not debug and _weak_secret(raw):
             raise ConfigError("SECRET_KEY", f"a random string of at least {MIN_SECRET_LENGTH} characters")
         return raw
+    public = [host for host in allowed_hosts if not _is_local_host(host)]
+    if public:  # the development key is public: a server others can reach must not sign with it
+        raise ConfigError("SECRET_KEY", f"a secret key: ALLOWED_HOSTS names {public[0]!r}, which is not this machine")
     if debug:
         return INSECURE_DEV_SECRET
     raise ConfigError(
@@ -381,7 +385,7 @@ def _secret_key_fallbacks(env: Mapping[str, str], debug: bool) -> tuple[str, ...
     operators to generate hold no comma), each as long as a SECRET_KEY must be."""
     keys = tuple(key.strip() for key in env.get("SECRET_KEY_FALLBACKS", "").split(",") if key.strip())
     for key in keys:
-        if not debug and (len(key) < MIN_SECRET_LENGTH or key == INSECURE_DEV_SECRET):
+        if not debug and _weak_secret(key):
             raise ConfigError("SECRET_KEY_FALLBACKS", f"earlier secret keys of at least {MIN_SECRET_LENGTH} characters")
     return keys
 

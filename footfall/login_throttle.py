@@ -92,12 +92,12 @@ def _known_good_key(account: str, address: str) -> str:
     return f"ff:login:good:{account}:{_digest(address)}"
 
 
-def seconds_to_wait(account: str, address: str | None) -> float:
-    """0 when this attempt may be checked; else the seconds until it may."""
-    keys = throttle_keys(account, address)
+def seconds_to_wait(keys: dict[str, tuple[RateLimitItemPerMinute, str]], known_good_key: str | None) -> float:
+    """0 when an attempt counted against ``keys`` (:func:`throttle_keys`) may be checked; else the
+    seconds until it may. ``known_good_key``: where the address would be remembered, if any."""
     waits = [_wait(*keys[kind]) for kind in ("pair", "address") if kind in keys]
     account_wait = _wait(*keys["account"])
-    if account_wait and not (address is not None and django_cache.get(_known_good_key(account, address))):
+    if account_wait and not (known_good_key is not None and django_cache.get(known_good_key)):
         waits.append(account_wait)  # a distributed guess: only addresses that signed in before get through
     return max(waits, default=0.0)
 
@@ -110,7 +110,9 @@ class ThrottledModelBackend(ModelBackend):
     ) -> AbstractBaseUser | None:
         account = _digest((username or "").casefold())
         address = client_address(request)
-        wait = seconds_to_wait(account, address)
+        keys = throttle_keys(account, address)
+        known_good = None if address is None else _known_good_key(account, address)
+        wait = seconds_to_wait(keys, known_good)
         if wait:
             if request is not None:
                 setattr(request, WAIT_ATTRIBUTE, wait)
@@ -119,8 +121,8 @@ class ThrottledModelBackend(ModelBackend):
         user = super().authenticate(request, username=username, password=password, **kwargs)
         if user is None and password is not None:
             limiter = _limiter()
-            for limit, key in throttle_keys(account, address).values():
+            for limit, key in keys.values():
                 limiter.hit(limit, key)
-        elif user is not None and address is not None:
-            django_cache.set(_known_good_key(account, address), 1, KNOWN_GOOD_DAYS * 86_400)
+        elif user is not None and known_good is not None:
+            django_cache.set(known_good, 1, KNOWN_GOOD_DAYS * 86_400)
         return user

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 def _arrow() -> tuple[ModuleType, ModuleType]:
     """pyarrow and its compute module, imported on the first count: the web processes import
-    this module (through the realtime store's readers) but never count, and pyarrow is ~120 MB
-    of their memory they would carry for nothing."""
+    this module (through the realtime store's readers) but never count, and pyarrow is a large
+    import they would carry for nothing."""
     import pyarrow
     import pyarrow.compute
 

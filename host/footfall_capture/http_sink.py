@@ -104,17 +104,19 @@ def post_batch(collector: Collector, items: list[bytes], timeout_s: float = TIME
         with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - the operator's URL
             answer = json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        raise SendFailed(f"the collector answered {exc.code}: {error_of(exc)}", _retry_after(exc)) from None
+        raise SendFailed(collector_answer(exc), _retry_after(exc)) from None
     except (OSError, http.client.HTTPException, ValueError) as exc:  # unreachable, timeout, TLS, bad JSON
         raise SendFailed(f"the collector is unreachable ({exc})") from None
     return int(answer.get("rejected", 0))
 
 
-def error_of(exc: urllib.error.HTTPError) -> str:
+def collector_answer(exc: urllib.error.HTTPError) -> str:
+    """What the collector refused with: its status and the error code of its JSON body."""
     try:
-        return str(json.loads(exc.read()).get("error", ""))
+        error = str(json.loads(exc.read()).get("error", ""))
     except (OSError, ValueError, AttributeError):
-        return ""
+        error = ""
+    return f"the collector answered {exc.code}: {error}"
 
 
 def _retry_after(exc: urllib.error.HTTPError) -> float | None:

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from footfall_capture.enrich.addresses import client_address, network_prefix
-from footfall_capture.enrich.visitor import visitor_id
+from footfall_capture.enrich.visitor import address_visitor_id
 from footfall_capture.events import MAX_INPUT_TEXT, new_event_id
 from footfall_capture.hits import MAX_USER_AGENT, Hit
 from footfall_capture.http_sink import Collector, HttpSink
@@ -68,7 +68,7 @@ class HttpTransport:
             "ts": hit.ts,
             "url": url[:MAX_INPUT_TEXT],
             "user_agent": user_agent,
-            "visitor_id": visitor_id(salt, self.settings.site_id, address.text if address else None, user_agent),
+            "visitor_id": address_visitor_id(salt, self.settings.site_id, address, user_agent),
         }
         if address is not None:
             item["ip"] = network_prefix(address)

@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
-from footfall_capture.http_sink import Collector, error_of
+from footfall_capture.http_sink import Collector, collector_answer
 from footfall_capture.quiet_log import quiet_logger
 from footfall_capture.salt_days import SALT_POLICIES, SaltUnavailable, salt_day
 
@@ -97,5 +97,5 @@ class SiteSalts:
 
 def _reason(exc: Exception) -> str:
     if isinstance(exc, urllib.error.HTTPError):
-        return f"the collector answered {exc.code}: {error_of(exc)}"
+        return collector_answer(exc)
     return str(exc)

@@ -55,6 +55,11 @@ def visitor_id(salt: bytes, site_id: str, ip: str | None, user_agent: str) -> st
     return _digest(salt, site_id, _canonical_ip(ip), user_agent)
 
 
+def address_visitor_id(salt: bytes, site_id: str, address: ParsedIP | None, user_agent: str) -> str:
+    """:func:`visitor_id` of an address parsed already (None: no address)."""
+    return _digest(salt, site_id, "" if address is None else _hashed_text(address), user_agent)
+
+
 def _digest(salt: bytes, site_id: str, canonical_ip: str, user_agent: str) -> str:
     if not salt:
         raise ValueError("visitor id: ctx.salt is empty; the collector must set today's secret salt")
