@@ -140,6 +140,7 @@ class Ingestor:
             respect_dnt=site.respect_dnt,
             drop_bots=site.drop_bots,
             salt=site_salt(salt, site.site_id),
+            query_params=site.query_params,
         )
         try:
             return accept(draft, ctx, self.sink)

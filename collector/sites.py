@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from footfall.models import Site
+from footfall_capture.query_params import site_query_params
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +24,7 @@ class SiteInfo:
     salt_policy: str
     respect_dnt: bool
     drop_bots: bool
+    query_params: frozenset[str] = frozenset()  # kept in page URLs besides ref and source
 
     def page_host_problem(self, url: str | None, url_required: bool = True) -> str | None:
         """Why an event with page ``url`` may not be recorded for this site, or None if it may:
@@ -91,6 +93,7 @@ class SiteRegistry:
                 salt_policy=row.salt_policy,
                 respect_dnt=row.respect_dnt,
                 drop_bots=row.drop_bots,
+                query_params=site_query_params(row.query_params),
             )
         with self._lock:
             if len(self._cache) >= self.max_entries:

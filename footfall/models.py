@@ -19,6 +19,7 @@ from django.utils import timezone as dj_timezone
 
 from footfall import tokens
 from footfall.goals import EVENT, MAX_FUNNEL_STEPS, PAGE, DefinitionError, FunnelSpec, GoalSpec
+from footfall_capture.query_params import site_query_params
 from footfall_capture.salt_days import SALT_POLICIES
 
 # ingest:any-host lets an ingest key send events whose page URL is on none of the site's
@@ -45,6 +46,15 @@ def validate_origin_list(value: object) -> None:
         isinstance(v, str) and v.startswith(("http://", "https://")) and v.count("/") == 2 for v in value
     ):
         raise ValidationError("expected a list of origins such as ['https://example.com']")
+
+
+def validate_query_params(value: object) -> None:
+    if not isinstance(value, list):
+        raise ValidationError("expected a list of query parameter names such as ['page', 'q']")
+    try:
+        site_query_params(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
 
 
 class Site(models.Model):
@@ -75,6 +85,13 @@ class Site(models.Model):
     )  # fmt: skip
     respect_dnt = models.BooleanField(default=True, help_text="Drop events from browsers sending DNT or Sec-GPC.")
     drop_bots = models.BooleanField(default=False, help_text="Drop crawler traffic instead of recording it flagged.")
+    query_params = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_query_params],
+        help_text="Query parameters kept in page URLs besides ref and source (utm_* become the campaign "
+        "fields); every other parameter is dropped before the event is stored.",
+    )
     created_at = models.DateTimeField(default=dj_timezone.now)
 
     class Meta:

@@ -84,4 +84,5 @@ class KafkaTransport:
             respect_dnt=capture.respect_dnt,
             drop_bots=capture.drop_bots,
             salt=salt,
+            query_params=capture.query_params,
         )

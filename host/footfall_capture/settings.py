@@ -25,6 +25,7 @@ from footfall_capture.http_sink import Collector, check_collector_url
 from footfall_capture.kafka import KafkaSettings
 from footfall_capture.kafka_security import SETTINGS as KAFKA_SECURITY_SETTINGS
 from footfall_capture.kafka_security import KafkaSecurity, KafkaSecurityError, load_security
+from footfall_capture.query_params import site_query_params
 from footfall_capture.salt_days import LATE_WINDOW, SALT_POLICIES
 
 TRANSPORTS = ("http", "kafka")
@@ -40,6 +41,7 @@ KAFKA_ONLY = (
     "FOOTFALL_INVALID_TOPIC",
     "FOOTFALL_DOMAINS",
     "FOOTFALL_DROP_BOTS",
+    "FOOTFALL_QUERY_PARAMS",
     "FOOTFALL_SALT_POLICY",
     "FOOTFALL_TIMEZONE",
     "FOOTFALL_INGEST_MAX_AGE_HOURS",
@@ -86,6 +88,7 @@ class CaptureSettings:
     domains: tuple[str, ...]
     respect_dnt: bool
     drop_bots: bool
+    query_params: frozenset[str]  # kept in page URLs besides ref and source
     salt_policy: str
     timezone: str
     late_window: dt.timedelta
@@ -152,6 +155,7 @@ def load_settings(django_settings: Mapping[str, Any], environ: Mapping[str, str]
         domains=get("FOOTFALL_DOMAINS", _domains, ()),
         respect_dnt=get("FOOTFALL_RESPECT_DNT", _boolean, True),
         drop_bots=get("FOOTFALL_DROP_BOTS", _boolean, False),
+        query_params=get("FOOTFALL_QUERY_PARAMS", _query_params, frozenset()),
         salt_policy=get("FOOTFALL_SALT_POLICY", _choice(SALT_POLICIES), "daily"),
         timezone=get("FOOTFALL_TIMEZONE", _timezone, "UTC"),
         late_window=get("FOOTFALL_INGEST_MAX_AGE_HOURS", _hours, LATE_WINDOW),
@@ -300,6 +304,10 @@ def _rate(raw: Any) -> float:
 
 def _domains(raw: Any) -> tuple[str, ...]:
     return tuple(domain.lower() for domain in _items(raw))
+
+
+def _query_params(raw: Any) -> frozenset[str]:
+    return site_query_params(_items(raw))
 
 
 def _boolean(raw: Any) -> bool:

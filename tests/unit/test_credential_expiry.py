@@ -120,8 +120,8 @@ def test_share_links_from_before_expiry_get_created_plus_30_days(tmp_path: Path)
     old, recent = tokens.issue("fs", 24), tokens.issue("fs", 24)
     with sqlite3.connect(tmp_path / "db.sqlite3") as db:
         db.execute("INSERT INTO footfall_core_site (site_id, name, domains, allowed_origins, timezone, salt_policy,"
-                   " respect_dnt, drop_bots, created_at) VALUES ('s', 'S', '[]', '[]', 'UTC', 'daily', 1, 0,"
-                   " '2026-01-01 00:00:00')")  # fmt: skip
+                   " respect_dnt, drop_bots, query_params, created_at) VALUES ('s', 'S', '[]', '[]', 'UTC', 'daily',"
+                   " 1, 0, '[]', '2026-01-01 00:00:00')")  # fmt: skip
         for link, created in ((old, "2026-01-01 00:00:00"), (recent, "datetime('now')")):
             value = created if created.startswith("datetime") else f"'{created}'"
             db.execute("INSERT INTO footfall_dashboard_sharelink (label, prefix, token_hash, created_at, site_id)"

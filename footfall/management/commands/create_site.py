@@ -21,6 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--salt-policy", choices=SALT_POLICIES, default="daily")
         parser.add_argument("--ignore-dnt", action="store_true", help="record visitors who send DNT/GPC")
         parser.add_argument("--drop-bots", action="store_true", help="drop crawler traffic instead of flagging it")
+        parser.add_argument("--keep-param", action="append", default=[], metavar="NAME",
+                            help="query parameter kept in page URLs besides ref and source (repeatable)")  # fmt: skip
 
     def handle(self, *args: object, **opts: object) -> None:
         site = Site.objects.filter(site_id=opts["site_id"]).first() or Site(site_id=opts["site_id"])
@@ -31,6 +33,7 @@ class Command(BaseCommand):
         site.salt_policy = str(opts["salt_policy"])
         site.respect_dnt = not opts["ignore_dnt"]
         site.drop_bots = bool(opts["drop_bots"])
+        site.query_params = list(opts["keep_param"]) or site.query_params
         try:
             site.full_clean()
         except ValidationError as exc:
@@ -38,4 +41,5 @@ class Command(BaseCommand):
         site.save()
         self.stdout.write(
             f"site {site.site_id}: domains={site.domains} origins={sorted(site.origins())} tz={site.timezone}"
+            + (f" keeps ?{'&'.join(site.query_params)}" if site.query_params else "")
         )

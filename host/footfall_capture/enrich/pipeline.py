@@ -46,6 +46,7 @@ class SiteContext:
     respect_dnt: bool = True
     drop_bots: bool = False  # default: keep bots, flagged ua.is_bot, so the batch can count them apart
     salt: bytes = b""  # the site's secret salt of the day (visitor.site_salt), keying the visitor id
+    query_params: frozenset[str] = frozenset()  # kept in page URLs besides urls.KEPT_PARAMS (lower-case)
 
 
 @dataclass(slots=True)

@@ -18,7 +18,10 @@ without a leading ``www.``) and ``draft.ref_type``, one of
   keeping ``(direct)`` for page views without a referrer.
 
 ``draft.referrer`` itself is kept as given, cut to :data:`~footfall_capture.events.MAX_URL_LENGTH`
-(a blank referrer becomes ``None``). Nothing raises.
+(a blank referrer becomes ``None``), except that an http(s) referrer loses its userinfo, its
+fragment and the query parameters a page URL would lose
+(:func:`~footfall_capture.query_params.kept_query`): the site's previous page's ``?email=``
+or a search engine's terms are no more stored than the page's own. Nothing raises.
 
 Why the tables are kept by hand: the ``referer-parser`` package on PyPI (Snowplow's
 referers.yml) has not been released since 2016, so it still lacks x.com, bsky.app,
@@ -42,12 +45,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Final
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import tldextract
 
 from footfall_capture.enrich.pipeline import Draft, SiteContext
 from footfall_capture.events import MAX_URL_LENGTH
+from footfall_capture.query_params import kept_query
 
 # Exact hosts and domains (www-stripped, lower-case). A host matches an entry if it is the
 # entry or a subdomain of it, so "uk.mail.yahoo.com" matches "mail.yahoo.com". The most
@@ -140,6 +144,7 @@ def classify_referrer(draft: Draft, ctx: SiteContext) -> Draft:
         android = _android_app(referrer)
         draft.ref_domain, draft.ref_type = android if android else (None, "other")
         return draft
+    draft.referrer = _without_private_parts(referrer, ctx.query_params)
     domain = host.removeprefix("www.")
     if _is_internal(domain, draft.host, ctx.domains):
         draft.ref_domain, draft.ref_type = domain, "internal"
@@ -150,6 +155,17 @@ def classify_referrer(draft: Draft, ctx: SiteContext) -> Draft:
         ref_type = "other"
     draft.ref_domain, draft.ref_type = domain, ref_type
     return draft
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _without_private_parts(referrer: str, site_params: frozenset[str]) -> str:
+    """An http(s) ``referrer`` (parsed by :func:`_host_and_path` already) without userinfo,
+    fragment, or the query parameters :func:`kept_query` drops; unchanged if it has none."""
+    parts = urlsplit(referrer.strip())
+    if not parts.query and not parts.fragment and "@" not in parts.netloc:
+        return referrer
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, kept_query(parts.query, site_params), ""))
 
 
 @lru_cache(maxsize=_CACHE_SIZE)  # parsing is most of this step's cost, and referrers repeat

@@ -10,10 +10,12 @@ Contracts:
 * :func:`canonicalize_url` rewrites ``draft.url`` to one spelling per page so counts do not
   split across ``HTTP://Example.com:80/a/./b`` and ``http://example.com/a/b``: url-normalize
   lower-cases scheme and host, drops the default port, resolves dot segments and fixes
-  percent-encoding; then the fragment, any userinfo (``user:password@`` must never reach
-  the log) and the tracking parameters in :data:`TRACKING_PARAMS` are removed, the other
-  parameters keep their order and spelling. It sets ``draft.host`` (lower-case, no port)
-  and ``draft.path`` (``"/"`` at least). Anything that is not an absolute ``http(s)`` URL
+  percent-encoding; then the fragment and any userinfo (``user:password@`` must never reach
+  the log) are removed, and of the query only the parameters in
+  :data:`~footfall_capture.query_params.KEPT_PARAMS` and the site's own list
+  (``ctx.query_params``) are kept, in their order and spelling: ``?email=``, ``?token=`` or
+  a search term never reach the log. It sets ``draft.host`` (lower-case, no port) and
+  ``draft.path`` (``"/"`` at least). Anything that is not an absolute ``http(s)`` URL
   with a plausible host sets ``url``, ``host`` and ``path`` to ``None``; nothing raises.
   The URL and path are cut to :data:`~footfall_capture.events.MAX_URL_LENGTH`, never inside a
   percent escape.
@@ -28,37 +30,18 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Final
-from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import msgspec
 from url_normalize import url_normalize
 
 from footfall_capture.enrich.pipeline import Draft, SiteContext
 from footfall_capture.events import MAX_URL_LENGTH, Utm
+from footfall_capture.query_params import UTM_PREFIX, kept_query
 
 UTM_MAX_LENGTH: Final = 256  # Utm fields are ShortText on the wire
 MAX_RAW_URL_LENGTH: Final = 4 * MAX_URL_LENGTH  # input beyond this is ignored before parsing
 
-# Click ids and mailing-list ids: they make every visit's URL unique (splitting page counts)
-# and identify the person who clicked, so they never reach the log. Compared lower-case.
-# ``utm_*`` is matched by prefix (utm_id, utm_source_platform, ... are tracking too).
-TRACKING_PARAMS: Final[frozenset[str]] = frozenset(
-    {
-        # Google
-        "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "gad_source", "gad_campaignid", "srsltid",
-        "_ga", "_gl",
-        # Microsoft, Meta, X, LinkedIn, TikTok, Pinterest, Snap, Yandex, Reddit
-        "msclkid", "fbclid", "igshid", "igsh", "twclid", "li_fat_id", "ttclid", "epik", "sccid",
-        "yclid", "ysclid", "rdt_cid",
-        # mail and marketing tools: Mailchimp, HubSpot, Marketo, Klaviyo, Vero, Omeda, Adobe, Drip
-        "mc_cid", "mc_eid", "_hsenc", "_hsmi", "__hssc", "__hstc", "__hsfp", "hsctatracking",
-        "mkt_tok", "_kx", "vero_id", "vero_conv", "oly_anon_id", "oly_enc_id", "s_cid", "__s",
-        "ml_subscriber", "ml_subscriber_hash", "wickedid", "irclickid",
-        # Twitter's "ref_src=twsrc^tfw" share parameters
-        "ref_src", "ref_url",
-    }
-)  # fmt: skip
-_UTM_PREFIX: Final = "utm_"
 _UTM_FIELDS: Final = ("source", "medium", "campaign", "term", "content")
 
 # After url-normalize the host is lower-case ASCII (IDNA): DNS labels, or an IPv6 literal.
@@ -84,14 +67,8 @@ def canonicalize_url(draft: Draft, ctx: SiteContext) -> Draft:
         return draft
     # Bound the work and the cache's memory whatever the caller accepted (the beacon takes
     # 8 KiB); a URL that long would be cut to MAX_URL_LENGTH anyway.
-    draft.url, draft.host, draft.path = _canonical(draft.url[:MAX_RAW_URL_LENGTH])
+    draft.url, draft.host, draft.path = _canonical(draft.url[:MAX_RAW_URL_LENGTH], ctx.query_params)
     return draft
-
-
-def is_tracking_param(key: str) -> bool:
-    """Whether a (raw, possibly percent-encoded) query key is a tracking parameter."""
-    name = unquote_plus(key).strip().lower()
-    return name.startswith(_UTM_PREFIX) or name in TRACKING_PARAMS
 
 
 def truncate_url(url: str, limit: int = MAX_URL_LENGTH) -> str:
@@ -104,8 +81,10 @@ def truncate_url(url: str, limit: int = MAX_URL_LENGTH) -> str:
 
 
 @lru_cache(maxsize=_CANONICAL_CACHE_SIZE)
-def _canonical(raw: str) -> tuple[str | None, str | None, str | None]:
-    """(url, host, path) for one raw page URL, or all ``None`` when it is not an http(s) URL."""
+def _canonical(raw: str, site_params: frozenset[str]) -> tuple[str | None, str | None, str | None]:
+    """(url, host, path) for one raw page URL keeping the query parameters
+    :func:`~footfall_capture.query_params.kept_query` keeps, or all ``None`` when it is not an
+    http(s) URL."""
     text = raw.strip()
     # Decide on the raw scheme: url-normalize would turn "example.com/x" or "not a url" into
     # an https URL, and javascript:/data:/file: URLs are not pages we count.
@@ -127,7 +106,7 @@ def _canonical(raw: str) -> tuple[str | None, str | None, str | None]:
         return None, None, None
     host = host.rstrip(".")  # "example.com." is example.com (the regex guarantees a label first)
     netloc = f"{host}:{port}" if port else host
-    query = _strip_tracking(parts.query)
+    query = kept_query(parts.query, site_params)
     path = parts.path or "/"
     url = truncate_url(urlunsplit((parts.scheme, netloc, path, query, "")))
     # The event's host is the bare name: an IPv6 literal loses its brackets, like urllib's .hostname.
@@ -145,9 +124,9 @@ def _utm(url: str) -> Utm | None:
     found: dict[str, str] = {}
     for key, value in parse_qsl(query):
         name = key.strip().lower()
-        if not name.startswith(_UTM_PREFIX):
+        if not name.startswith(UTM_PREFIX):
             continue
-        field = name[len(_UTM_PREFIX) :]
+        field = name[len(UTM_PREFIX) :]
         text = value.strip()[:UTM_MAX_LENGTH].strip()
         if field in _UTM_FIELDS and field not in found and text:
             found[field] = text
@@ -171,11 +150,3 @@ def _split_port(hostport: str) -> tuple[str | None, str]:
     if port and not _PORT.fullmatch(port):
         return None, ""
     return host, port
-
-
-def _strip_tracking(query: str) -> str:
-    """``query`` without tracking parameters; the others keep their order and encoding."""
-    if not query:
-        return ""
-    kept = [pair for pair in query.split("&") if pair and not is_tracking_param(pair.partition("=")[0])]
-    return "&".join(kept)

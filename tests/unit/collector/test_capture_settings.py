@@ -82,3 +82,14 @@ def test_a_site_naming_only_kafka_keeps_the_kafka_transport() -> None:
 def test_a_false_setting_of_the_other_transport_is_refused_too() -> None:
     with pytest.raises(SettingsError, match="FOOTFALL_DROP_BOTS: used by the kafka transport only"):
         load_settings({**HTTP, "FOOTFALL_DROP_BOTS": False}, {})
+
+
+def test_the_kafka_transport_keeps_the_query_parameters_it_names() -> None:
+    """With Kafka the host enriches, so it keeps the site's parameters itself; with HTTP the
+    server's site settings decide."""
+    assert load_settings({**KAFKA, "FOOTFALL_QUERY_PARAMS": "Page, q"}, {}).query_params == frozenset({"page", "q"})
+    assert load_settings(KAFKA, {}).query_params == frozenset()
+    with pytest.raises(SettingsError, match="FOOTFALL_QUERY_PARAMS: 'fbclid' is a tracking parameter"):
+        load_settings({**KAFKA, "FOOTFALL_QUERY_PARAMS": ["fbclid"]}, {})
+    with pytest.raises(SettingsError, match="FOOTFALL_QUERY_PARAMS: used by the kafka transport only"):
+        load_settings({**HTTP, "FOOTFALL_QUERY_PARAMS": "page"}, {})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from footfall_capture.enrich.pipeline import Draft, SiteContext
@@ -179,15 +181,22 @@ def test_unparsable_referrers_are_other(referrer: str) -> None:
     assert classified(referrer) == (None, "other")
 
 
-def test_referrer_is_kept_as_given() -> None:
-    """The referrer itself is stored unchanged (query included)."""
-    referrer = "https://www.google.com/search?q=Blue+Kettle&hl=en"
-    assert classify(referrer).referrer == referrer
+def test_referrer_is_kept_as_given_but_for_its_private_parts() -> None:
+    """The referrer is stored as given, less what a page URL would lose: the query parameters
+    not kept (the site's own list applies), userinfo and fragment."""
+    assert classify("https://News.example/a/B?ref=x").referrer == "https://News.example/a/B?ref=x"
+    assert classify("https://www.google.com/search?q=Blue+Kettle&hl=en").referrer == "https://www.google.com/search"
+    internal = "https://shop.example/account?email=a%40b.example&page=2&source=mail#top"
+    assert classify(internal).referrer == "https://shop.example/account?source=mail"
+    ctx = dataclasses.replace(CTX, query_params=frozenset({"page"}))
+    assert classify(internal, ctx=ctx).referrer == "https://shop.example/account?page=2&source=mail"
+    assert classify("https://me:secret@blog.example/p").referrer == "https://blog.example/p"
+    assert classify("android-app://com.google.android.gm/").referrer == "android-app://com.google.android.gm/"
 
 
 def test_long_referrer_is_truncated() -> None:
     """A referrer is cut to MAX_URL_LENGTH and still classified."""
-    draft = classify("https://www.bing.com/search?q=" + "k" * 5000)
+    draft = classify("https://www.bing.com/" + "k" * 5000)
     assert len(draft.referrer or "") == MAX_URL_LENGTH
     assert draft.ref_type == "search"
 

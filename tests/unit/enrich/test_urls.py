@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from footfall_capture.enrich.urls import (
-    TRACKING_PARAMS,
-    canonicalize_url,
-    is_tracking_param,
-    parse_utm,
-    truncate_url,
-)
+from footfall_capture.enrich.urls import canonicalize_url, parse_utm, truncate_url
 from footfall_capture.events import MAX_URL_LENGTH, Utm
+from footfall_capture.query_params import TRACKING_PARAMS, is_tracking_param, site_query_params
 from tests.unit.enrich.drafts import CTX, make_draft
 
 
@@ -19,8 +16,9 @@ def utm_of(url: str | None) -> Utm | None:
     return parse_utm(make_draft(url=url), CTX).utm
 
 
-def canonical(url: str | None) -> tuple[str | None, str | None, str | None]:
-    draft = canonicalize_url(make_draft(url=url), CTX)
+def canonical(url: str | None, keep: tuple[str, ...] = ()) -> tuple[str | None, str | None, str | None]:
+    ctx = dataclasses.replace(CTX, query_params=site_query_params(keep))
+    draft = canonicalize_url(make_draft(url=url), ctx)
     return draft.url, draft.host, draft.path
 
 
@@ -70,8 +68,8 @@ def test_first_utm_value_wins() -> None:
 
 def test_utm_is_read_before_canonicalize_strips_it() -> None:
     """parse_utm then canonicalize_url keeps the campaign and cleans the URL."""
-    draft = canonicalize_url(parse_utm(make_draft(url="https://shop.example/?utm_source=x&a=1"), CTX), CTX)
-    assert (draft.utm, draft.url) == (Utm(source="x"), "https://shop.example/?a=1")
+    draft = canonicalize_url(parse_utm(make_draft(url="https://shop.example/?utm_source=x&ref=1"), CTX), CTX)
+    assert (draft.utm, draft.url) == (Utm(source="x"), "https://shop.example/?ref=1")
 
 
 @pytest.mark.parametrize(
@@ -111,17 +109,45 @@ def test_userinfo_is_dropped() -> None:
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("https://shop.example/p?utm_source=a&color=red&utm_medium=b", "https://shop.example/p?color=red"),
-        ("https://shop.example/p?gclid=Cj0KCQ&size=9&fbclid=IwAR2&msclkid=abc", "https://shop.example/p?size=9"),
-        ("https://shop.example/p?b=2&_ga=2.1.2&a=1&mc_cid=x&mc_eid=y", "https://shop.example/p?b=2&a=1"),
-        ("https://shop.example/p?igshid=x&ref_src=twsrc%5Etfw&yclid=1&_gl=1*abc", "https://shop.example/p"),
-        ("https://shop.example/p?%75tm_source=encoded&q=1", "https://shop.example/p?q=1"),
-        ("https://shop.example/p?utm_id=7&ref=home", "https://shop.example/p?ref=home"),
+        ("https://shop.example/p?email=x%40y.example&utm_source=y", "https://shop.example/p"),
+        ("https://shop.example/p?token=abc&q=my+search&page=2", "https://shop.example/p"),
+        ("https://shop.example/p?b=2&ref=hn&a=1&source=Newsletter", "https://shop.example/p?ref=hn&source=Newsletter"),
+        ("https://shop.example/p?REF=x&%72ef=y&ref", "https://shop.example/p?REF=x&ref=y&ref"),
+        ("https://shop.example/p?gclid=Cj0KCQ&fbclid=IwAR2&ref_src=twsrc%5Etfw", "https://shop.example/p"),
+        ("https://shop.example/p?", "https://shop.example/p"),
     ],
 )
-def test_tracking_parameters_are_stripped(url: str, expected: str) -> None:
-    """Click ids and utm_* go; the other parameters keep their order and spelling."""
+def test_only_the_kept_parameters_stay(url: str, expected: str) -> None:
+    """By default only ref and source stay, in their order and spelling; the rest go."""
     assert canonical(url)[0] == expected
+
+
+def test_a_site_keeps_its_own_parameters() -> None:
+    """A site's list adds to ref and source, matched case-insensitively; others still go."""
+    url = "https://shop.example/search?Q=kettle&email=x%40y.example&page=2&ref=ad&utm_source=y"
+    assert canonical(url, keep=("q", "PAGE"))[0] == "https://shop.example/search?Q=kettle&page=2&ref=ad"
+    assert canonical(url)[0] == "https://shop.example/search?ref=ad"
+
+
+@pytest.mark.parametrize(
+    ("names", "problem"),
+    [
+        (["gclid"], "tracking parameter"),
+        (["utm_source"], "tracking parameter"),
+        (["a b"], "not a query parameter name"),
+        ([""], "not a query parameter name"),
+        ([7], "not a query parameter name"),
+        ([f"p{n}" for n in range(51)], "at most 50"),
+    ],
+)
+def test_a_sites_list_is_refused_with_the_reason(names: list, problem: str) -> None:
+    """Click ids and utm_* cannot be kept (they identify the visitor or are the campaign)."""
+    with pytest.raises(ValueError, match=problem):
+        site_query_params(names)
+
+
+def test_a_sites_list_is_lower_cased_without_the_defaults() -> None:
+    assert site_query_params([" Page ", "q", "ref", "items[]"]) == frozenset({"page", "q", "items[]"})
 
 
 @pytest.mark.parametrize("key", ["fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "twclid", "li_fat_id"])
