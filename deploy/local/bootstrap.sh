@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Creates the project's virtualenv (once) and installs Footfall (the server, with every extra
-# the test tools and the local stack's supervisord, and the capture library in host/ it depends on) into it. Prints the virtualenv's path on its last line.
+# Creates the project's virtualenv (once) and installs exactly what uv.lock pins into it:
+# Footfall (the server with every extra, and the capture library in host/, both editable),
+# the test tools, the local stack's supervisord, and the installers themselves (uv, pip,
+# setuptools). Prints the virtualenv's path on its last line.
 # The virtualenv lives outside the checkout (FOOTFALL_CACHE_DIR, default ~/.cache/footfall),
-# so a fresh clone reuses it; a changed pyproject.toml or checkout path re-runs pip.
+# so a fresh clone reuses it; a changed uv.lock, pyproject.toml or checkout path re-syncs it.
+# uv itself is installed from the lock's hashes (deploy/locked_uv.py), then `uv sync --locked`
+# installs the rest: it never resolves anew, so every machine gets the same versions, and it
+# removes what the lock does not list. `pip check` confirms the result is consistent.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${FOOTFALL_CACHE_DIR:-$HOME/.cache/footfall}
@@ -17,11 +22,18 @@ mkdir -p "$cache"
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" || { echo "bootstrap: could not create a virtualenv (apt-get install python3-venv?)" >&2; exit 1; }
 fi
-stamp="$venv/.footfall-$( (cat "$repo/pyproject.toml" "$repo/host/pyproject.toml"; echo "$repo") | sha256sum | cut -c1-16)"
+stamp="$venv/.footfall-$( (cat "$repo/pyproject.toml" "$repo/host/pyproject.toml" "$repo/uv.lock"; echo "$repo") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "bootstrap: installing Python dependencies into $venv" >&2
-  "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-  "$venv/bin/python" -m pip install --quiet -e "$repo/host" -e "$repo[all,test,bench,local]" >&2
+  echo "bootstrap: installing the locked Python dependencies (uv.lock) into $venv" >&2
+  "$venv/bin/python" "$repo/deploy/locked_uv.py" > "$venv/uv-requirement.txt"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+    -r "$venv/uv-requirement.txt" >&2
+  # No Python download (this one is used); --locked: a lock behind pyproject.toml is an error, not re-resolved.
+  UV_PROJECT_ENVIRONMENT="$venv" UV_PYTHON_DOWNLOADS=never "$venv/bin/uv" sync --quiet --locked \
+    --all-extras --all-groups --project "$repo" >&2 \
+    || { echo "bootstrap: uv sync failed (above); after a change to pyproject.toml, run $venv/bin/uv lock" \
+              "(docs/dependencies.md)" >&2; exit 1; }
+  "$venv/bin/python" -m pip check --disable-pip-version-check >&2
   rm -f "$venv"/.footfall-*
   touch "$stamp"
 fi

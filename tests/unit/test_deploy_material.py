@@ -5,7 +5,6 @@ images are pinned and no secret is committed."""
 
 from __future__ import annotations
 
-import email.parser
 import os
 import re
 import shlex
@@ -317,8 +316,9 @@ def test_no_secret_is_committed() -> None:
 
 
 def test_containerfile_copies_the_server_sources_and_installs_its_wheel(tmp_path: Path) -> None:
-    """The COPY lines carry every package of the wheel; building from just them gives the wheels
-    the pip lines install, with the extras they ask for."""
+    """The COPY lines carry every package of the wheel and the lock; from just them, the wheels
+    build and the Containerfile's `uv export` lines give each image its locked requirements,
+    every one hashed; the install lines take those, then the built wheels with no resolving."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -338,7 +338,7 @@ def test_containerfile_copies_the_server_sources_and_installs_its_wheel(tmp_path
             (source / item).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, source / item)
     packages = {p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]}
-    assert packages | {"host"} <= {item.strip("/") for item in copied}
+    assert packages | {"host", "uv.lock", "deploy/locked_uv.py"} <= {item.strip("/") for item in copied}
 
     wheels = tmp_path / "wheels"
     subprocess.run(
@@ -346,17 +346,45 @@ def test_containerfile_copies_the_server_sources_and_installs_its_wheel(tmp_path
          str(source / "host"), str(source)],
         check=True, timeout=600, capture_output=True,
     )  # fmt: skip
-    built = {path.name: path for path in wheels.glob("*.whl")}
-    installs = [args for instruction, args in instructions if instruction == "RUN" and "pip install" in args]
-    assert len(installs) == 2
-    for args in installs:
-        for pattern, extra in re.findall(r"/wheels/([\w*.-]+\.whl)(?:\)?\"?\[(\w+)\])?", args):
-            [match] = [name for name in built if Path(name).match(pattern)]
-            if extra:
-                with zipfile.ZipFile(built[match]) as wheel:
-                    meta_name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
-                    metadata = email.parser.Parser().parsestr(wheel.read(meta_name).decode())
-                assert extra in metadata.get_all("Provides-Extra"), f"{match} has no extra {extra}"
+    built = {path.name for path in wheels.glob("*.whl")}
+    runs = " && ".join(args for instruction, args in instructions if instruction == "RUN")
+    exports = re.findall(r"uv (export [^&]*?--output-file /wheels/(\w+\.txt))", runs)
+    assert [name for _, name in exports] == ["server.txt", "batch.txt"]
+    uv = Path(sys.executable).parent / "uv"
+    locked: dict[str, str] = {}
+    for command, name in exports:
+        argv = [str(uv), *shlex.split(command.replace("/wheels/", str(wheels) + "/")), "--quiet"]
+        subprocess.run(
+            argv, cwd=source, check=True, timeout=120, capture_output=True, env={**os.environ, "UV_OFFLINE": "1"}
+        )
+        locked[name] = (wheels / name).read_text()
+        pins = re.findall(r"^([\w.-]+)==[^\n]*\\\n\s+--hash=sha256:", locked[name], re.M)
+        assert len(pins) == len(re.findall(r"^[\w.-]+==", locked[name], re.M)) > 50, f"{name}: a pin without a hash"
+        assert not {"footfall", "footfall-capture"} & set(pins), f"{name} names our own projects: they come as wheels"
+    assert "dash==" in locked["server.txt"]
+    assert "pyspark==" not in locked["server.txt"]
+    assert "pyspark==" in locked["batch.txt"]
+    installs = re.findall(r"uv pip install ([^&]*)", runs)
+    assert [" ".join(args.split()) for args in installs if "--require-hashes" in args] == [
+        "--no-cache --require-hashes -r /wheels/server.txt",
+        "--no-cache --require-hashes -r /wheels/batch.txt",
+    ]
+    [own] = [args for args in installs if "--no-deps" in args]
+    patterns = re.findall(r"/wheels/([\w*.-]+\.whl)", own)
+    assert sorted(name for pattern in patterns for name in built if Path(name).match(pattern)) == sorted(built)
     python = re.search(r"python:(\d+\.\d+)", next(a for i, a in instructions if i == "FROM"))
     assert python is not None
     assert project["project"]["requires-python"] == f">={python.group(1)}"
+
+
+def test_bootstrap_installs_the_uv_the_lock_pins() -> None:
+    """deploy/locked_uv.py gives the lock's uv release with its hashes: the one bootstrap.sh
+    installed into this virtualenv."""
+    from deploy.locked_uv import uv_requirement
+
+    uv = Path(sys.executable).parent / "uv"
+    version = subprocess.run([str(uv), "--version"], capture_output=True, text=True, check=True).stdout.split()[1]
+    name, *hashes = uv_requirement().split()
+    assert name == f"uv=={version}"
+    assert len(hashes) > 10  # the sdist and a wheel per platform
+    assert all(re.fullmatch(r"--hash=sha256:[0-9a-f]{64}", h) for h in hashes)

@@ -61,11 +61,18 @@ def server(cfg: Config, wheels: Wheels, tmp_path_factory: pytest.TempPathFactory
     venv, home, workdir = root / "venv", root / "home", root / "run"
     for folder in (home, workdir):
         folder.mkdir()
-    run([sys.executable, "-m", "venv", str(venv)])
-    # No extras: the server must run without Dash and Spark. As docs/server-wheel.md says: both
-    # wheels by path, so neither project's name is looked up on PyPI (which holds neither);
-    # PyPI (or the pip cache) supplies the other dependencies.
-    run([str(venv / "bin" / "pip"), "install", "--quiet", str(wheels.capture), str(wheels.server)])
+    # As docs/server-wheel.md and the Containerfile install it: the locked requirements, hashes
+    # checked, then both wheels by path with nothing left to resolve (PyPI holds neither project).
+    # No extras: the server must run without Dash and Spark.
+    uv, python = str(Path(sys.executable).parent / "uv"), str(venv / "bin" / "python")
+    requirements = root / "requirements.txt"
+    run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)])
+    run([uv, "export", "--quiet", "--locked", "--no-dev", "--no-emit-project", "--no-emit-package", "footfall-capture",
+         "--project", str(REPO), "--output-file", str(requirements)])  # fmt: skip
+    run([uv, "pip", "install", "--quiet", "--python", python, "--require-hashes", "-r", str(requirements)])
+    run([uv, "pip", "install", "--quiet", "--python", python, "--no-deps", str(wheels.capture), str(wheels.server)])
+    installed = run([uv, "pip", "list", "--python", python, "--format", "freeze"]).split()
+    assert not any(line.startswith(("dash==", "pyspark==", "setuptools==", "pip==")) for line in installed), installed
 
     env = {
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
