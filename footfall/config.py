@@ -189,6 +189,12 @@ class Config:
     # (MONGO_TIMEOUT_MS, REDIS_TIMEOUT_MS). Batch jobs wait longer (historical.store.BATCH_TIMEOUT_MS).
     mongo_timeout_ms: int = 1000
     redis_timeout_ms: int = 1000
+    # How long such a read waits for Mongo's answer, in one attempt (MONGO_QUERY_TIMEOUT_MS,
+    # socketTimeoutMS, retryReads off): a hung server (it accepts, never answers) costs a web
+    # thread this at most, instead of until pymongo's monitor gives the server up and the read
+    # is retried (~10 s). Longer than the slowest legitimate read, which a timeout would answer
+    # 503 and count as the store failing.
+    mongo_query_timeout_ms: int = 5000
     # Earlier SECRET_KEYs (SECRET_KEY_FALLBACKS): what they signed (sessions, unsubscribe links
     # already emailed, share-link cookies) stays valid through a rotation; new signatures use SECRET_KEY.
     secret_key_fallbacks: tuple[str, ...] = field(default=(), repr=False)
@@ -283,6 +289,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         webhook_allowed_networks=_webhook_networks(env, "FOOTFALL_WEBHOOK_ALLOWED_NETWORKS"),
         mongo_timeout_ms=_int(env, "MONGO_TIMEOUT_MS", 1000, low=50, high=120_000),
         redis_timeout_ms=_int(env, "REDIS_TIMEOUT_MS", 1000, low=50, high=120_000),
+        mongo_query_timeout_ms=_int(env, "MONGO_QUERY_TIMEOUT_MS", 5000, low=100, high=600_000),
     )
 
 

@@ -269,13 +269,21 @@ def documents(db: Database, site: str, days: Iterable[str]) -> dict[str, list[di
 BATCH_TIMEOUT_MS = 10_000  # a rollup waits out a replica set's election; the API does not (MONGO_TIMEOUT_MS)
 
 
-def connect(url: str, name: str, timeout_ms: int = BATCH_TIMEOUT_MS) -> tuple[pymongo.MongoClient, Database]:
+def connect(
+    url: str, name: str, timeout_ms: int = BATCH_TIMEOUT_MS, query_timeout_ms: int | None = None
+) -> tuple[pymongo.MongoClient, Database]:
     """A client of ``url`` and its database ``name``. ``timeout_ms`` bounds finding a server and
-    connecting to it, unless ``url`` sets either itself (its options win)."""
+    connecting to it. ``query_timeout_ms`` bounds waiting for an answer and makes reads one
+    attempt, not retried (``socketTimeoutMS``, ``retryReads=false``): an operation on a hung
+    server fails in that time, where a retry would double it (pymongo's ``timeoutMS`` retries
+    until its time is up, so a stopped server would take all of it too). None: no bound and
+    retried reads, as batch loads need. Options ``url`` sets itself win."""
     given = {option.lower() for option in parse_qs(urlsplit(url).query)}
-    timeouts = {
-        option: timeout_ms for option in ("serverSelectionTimeoutMS", "connectTimeoutMS") if option.lower() not in given
-    }
+    wanted = {
+        "serverSelectionTimeoutMS": timeout_ms, "connectTimeoutMS": timeout_ms, "socketTimeoutMS": query_timeout_ms,
+        "retryReads": None if query_timeout_ms is None else False,
+    }  # fmt: skip
+    timeouts = {option: ms for option, ms in wanted.items() if ms is not None and option.lower() not in given}
     client: pymongo.MongoClient = pymongo.MongoClient(url, tz_aware=True, **timeouts)
     return client, client[name]
 

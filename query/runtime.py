@@ -23,7 +23,7 @@ from realtime.runtime import get_store
 @cache
 def get_rollups() -> RollupReads:
     cfg = footfall_config()
-    _, db = connect(cfg.mongo_url, cfg.mongo_db, cfg.mongo_timeout_ms)  # the API's reads: fail fast
+    _, db = connect(cfg.mongo_url, cfg.mongo_db, cfg.mongo_timeout_ms, cfg.mongo_query_timeout_ms)  # fail fast
     return cast(RollupReads, Guarded(RollupReads(db), "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
 
 
