@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from deploy.local.supervisor import Supervisor
 from footfall.config import Config
 from footfall_capture.events import Event, InvalidEvent, decode, encode
 from footfall_capture.kafka import client_config, producer_config
@@ -32,6 +34,19 @@ def stack(*args: str, timeout: float = 300) -> None:
         [sys.executable, "-m", "deploy.local.stack", *args],
         check=True, cwd=REPO, env=os.environ, timeout=timeout, stdout=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def frozen(service: str) -> Iterator[None]:
+    """The stack's ``service`` stopped with SIGSTOP, then continued: a hung server (a frozen VM,
+    a partition that drops packets), which accepts connections and never answers."""
+    pid = Supervisor(Path(os.environ["FOOTFALL_STATE_DIR"]), os.environ).pid(service)
+    assert pid is not None, f"{service} is not running"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def start_archiver(cfg: Config, topic: str, batch_size: int) -> subprocess.Popen:

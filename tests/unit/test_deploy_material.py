@@ -19,10 +19,11 @@ import pytest
 import yaml
 
 from collector.views import MAX_BATCH_BYTES
-from deploy.local.services import KAFKA_VERSION, DeployTools, StackConfig
+from deploy.local.services import KAFKA_VERSION
 from footfall.config import REQUIRED_HINTS
 from footfall_capture import kafka_security
 from footfall_capture.settings import NAMES as CAPTURE_NAMES
+from tests.proxy import nginx_binary, proxy_config
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -178,7 +179,8 @@ def test_compose_runs_the_whole_stack() -> None:
     """Three brokers with RF 3 and min ISR 2, Redis with AOF, Spark with two workers, one beat."""
     services = compose()["services"]
     expected = {"mongo", "redis", "minio", "spark-master", "spark-worker-1", "spark-worker-2", "proxy", "migrate",
-                "setup", "web", "realtime-1", "realtime-2", "archiver", "celery", "celery-beat"}  # fmt: skip
+                "setup", "web", "collector", "realtime-1", "realtime-2", "archiver", "celery",
+                "celery-beat"}  # fmt: skip
     assert expected <= set(services)
     brokers = [s for n, s in services.items() if n.startswith("kafka-")]
     assert len(brokers) == 3
@@ -192,26 +194,8 @@ def test_compose_runs_the_whole_stack() -> None:
 
 def test_nginx_accepts_the_proxy_example(tmp_path: Path) -> None:
     """nginx -t accepts deploy/proxy/nginx with a throw-away certificate (Debian's nginx from the stack)."""
-    nginx = DeployTools(StackConfig.from_env(os.environ)).binary
-    openssl = shutil.which("openssl")
-    assert nginx.exists(), "nginx is missing: python -m deploy.local.stack start deploy-tools (test.sh does)"
-    assert openssl, "openssl is missing: python -m deploy.local.stack start deploy-tools (test.sh does)"
-    tls = tmp_path / "tls"
-    tls.mkdir()
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=stats.example.com",
-         "-keyout", str(tls / "privkey.pem"), "-out", str(tls / "fullchain.pem")],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    site = (NGINX / "footfall.conf").read_text().replace("/etc/nginx/tls", str(tls))
-    (tmp_path / "footfall.conf").write_text(site.replace("/var/log/nginx", str(tmp_path)))
-    temp_paths = " ".join(f"{kind}_temp_path {tmp_path / kind};" for kind in ("client_body", "proxy", "fastcgi",
-                                                                              "uwsgi", "scgi"))  # fmt: skip
-    (tmp_path / "nginx.conf").write_text(
-        f"pid {tmp_path / 'nginx.pid'};\nerror_log stderr;\nevents {{}}\n"
-        f"http {{ {temp_paths}\n include {tmp_path / 'footfall.conf'};\n include {NGINX / 'upstream.conf'};\n}}\n"
-    )
-    proc = subprocess.run([str(nginx), "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],
+    conf = proxy_config(tmp_path)
+    proc = subprocess.run([str(nginx_binary()), "-t", "-p", str(tmp_path), "-c", str(conf)],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
 
@@ -228,9 +212,33 @@ def test_nginx_goes_with_one_trusted_proxy() -> None:
     assert int(limit.group(1)) << 20 > MAX_BATCH_BYTES
     for upstream in ("upstream.conf", "upstream-compose.conf"):
         assert "upstream footfall_web {" in (NGINX / upstream).read_text()
+        assert "upstream footfall_collector {" in (NGINX / upstream).read_text()
     trusted = [env["FOOTFALL_TRUSTED_PROXIES"] for env in (read_env_file(ENV_EXAMPLES[0]),)]
     trusted += [s["environment"]["FOOTFALL_TRUSTED_PROXIES"] for n, s in footfall_services().items() if n == "web"]
     assert trusted == ["1", "1"]
+
+
+def test_nginx_sends_every_collector_route_to_the_collector() -> None:
+    """Each route of collector/urls.py, and nothing of the API or the dashboard, matches a
+    location the proxy sends to the collector process."""
+    from django.urls import URLPattern
+
+    from collector.urls import urlpatterns
+
+    site = (NGINX / "footfall.conf").read_text()
+    locations = re.findall(r"location ~ (\S+) \{\s*proxy_pass http://footfall_collector;", site)
+    assert len(locations) >= 2
+
+    def to_collector(path: str) -> bool:
+        return any(re.search(pattern, path) for pattern in locations)
+
+    for route in urlpatterns:
+        assert isinstance(route, URLPattern)
+        path = "/" + str(route.pattern).replace("<slug:site_id>", "my-site_1")
+        assert to_collector(path), f"{path} would reach the web process"
+    for path in ("/api/v1/sites/my-site/timeseries", "/api/v1/sites/my-site/events/signup/properties/plan",
+                 "/dashboard/", "/collect/x", "/api/v1/health", "/admin/", "/xcollect"):  # fmt: skip
+        assert not to_collector(path), f"{path} would reach the collector"
 
 
 # ---- processes and settings ----------------------------------------------------------------
