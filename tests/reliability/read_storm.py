@@ -1,7 +1,9 @@
-"""Analysts reading settled ranges through the proxy, in a process of their own so their work
-never slows the process that measures beacons: ``python -m tests.reliability.read_storm URL KEY
-SITE SECONDS ANALYSTS EVERY_S``. Each analyst asks for a read every ``EVERY_S`` (the next at once
-if one took longer); prints one JSON line: reads per status and the slowest read per status."""
+"""Analysts reading through the proxy, in a process of their own so their work never slows the
+process that measures beacons: ``python -m tests.reliability.read_storm URL KEY SITE SECONDS
+ANALYSTS EVERY_S settled|recent``, ``settled`` reading days before the realtime window (MongoDB
+answers), ``recent`` today's (Redis answers). Each analyst asks for a read every ``EVERY_S``
+(the next at once if one took longer); prints one JSON line: reads per status and the slowest
+read per status."""
 
 from __future__ import annotations
 
@@ -17,24 +19,28 @@ import httpx
 SERVER_NAME = "stats.example.com"
 
 
-def settled_reads(site: str) -> list[tuple[str, dict[str, str]]]:
-    """A dashboard's reads of days before the realtime window: MongoDB answers them."""
+def dashboard_reads(site: str, which: str) -> list[tuple[str, dict[str, str]]]:
+    """A dashboard's reads of days before the realtime window (``settled``) or of today (``recent``)."""
     today = dt.datetime.now(dt.UTC).date()
-    days = {"from": (today - dt.timedelta(days=30)).isoformat(), "to": (today - dt.timedelta(days=3)).isoformat()}
+    if which == "settled":
+        days = {"from": (today - dt.timedelta(days=30)).isoformat(), "to": (today - dt.timedelta(days=3)).isoformat()}
+        interval = "day"
+    else:
+        days, interval = {"from": today.isoformat(), "to": (today + dt.timedelta(days=1)).isoformat()}, "hour"
     base = f"/api/v1/sites/{site}"
     return [
-        (f"{base}/timeseries", {**days, "interval": "day", "tz": "UTC"}),
+        (f"{base}/timeseries", {**days, "interval": interval, "tz": "UTC"}),
         (f"{base}/aggregate", days),
         (f"{base}/breakdown/pages", days),
         (f"{base}/breakdown/referrers", days),
     ]
 
 
-def main(url: str, key: str, site: str, seconds: float, analysts: int, every_s: float) -> dict:
+def main(url: str, key: str, site: str, seconds: float, analysts: int, every_s: float, which: str) -> dict:
     statuses: Counter[int] = Counter()
     slowest: dict[int, float] = {}
     lock = threading.Lock()
-    reads = settled_reads(site)
+    reads = dashboard_reads(site, which)
     end = time.monotonic() + seconds
 
     def analyst(offset: int) -> None:
@@ -63,5 +69,5 @@ def main(url: str, key: str, site: str, seconds: float, analysts: int, every_s: 
 
 
 if __name__ == "__main__":
-    url, key, site, seconds, analysts, every_s = sys.argv[1:7]
-    print(json.dumps(main(url, key, site, float(seconds), int(analysts), float(every_s))))
+    url, key, site, seconds, analysts, every_s, which = sys.argv[1:8]
+    print(json.dumps(main(url, key, site, float(seconds), int(analysts), float(every_s), which)))
