@@ -28,8 +28,9 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/python" "$repo/deploy/locked_uv.py" > "$venv/uv-requirement.txt"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
     -r "$venv/uv-requirement.txt" >&2
-  # No Python download (this one is used); --locked: a lock behind pyproject.toml is an error, not re-resolved.
-  UV_PROJECT_ENVIRONMENT="$venv" UV_PYTHON_DOWNLOADS=never "$venv/bin/uv" sync --quiet --locked \
+  # No Python download (this one is used); --locked: a lock behind pyproject.toml is an error, not
+  # re-resolved; the machine's certificate store, as pip uses (a proxy's CA, a mirror's).
+  UV_PROJECT_ENVIRONMENT="$venv" UV_PYTHON_DOWNLOADS=never UV_SYSTEM_CERTS=1 "$venv/bin/uv" sync --quiet --locked \
     --all-extras --all-groups --project "$repo" >&2 \
     || { echo "bootstrap: uv sync failed (above); after a change to pyproject.toml, run $venv/bin/uv lock" \
               "(docs/dependencies.md)" >&2; exit 1; }

@@ -12,6 +12,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 venv=$(deploy/local/bootstrap.sh | tail -n 1)
 py="$venv/bin/python"
+# The tests that install the server's wheel with uv trust the machine's certificate store, as pip does.
+export UV_SYSTEM_CERTS=1
 
 export FOOTFALL_STATE_DIR=${FOOTFALL_TEST_STATE_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/footfall-test.XXXXXX")}
 export FOOTFALL_KAFKA_PORT=${FOOTFALL_TEST_KAFKA_PORT:-29092}
