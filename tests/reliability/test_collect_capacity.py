@@ -50,6 +50,11 @@ PHASE_S = size(15, 60)
 ANALYSTS = 16
 READ_EVERY_S = 0.5
 MOST_P99_RATIO = 2.0
+# Besides: CI runs another test session on the same two cores, whose bursts (a Spark job
+# starting) moved a phase's p99 by up to ~70 ms on their own (14 ms with the stores up, 83 with
+# Redis stopped, which /collect does not use). What this test guards against is a stall of
+# seconds: beacons sharing threads with reads on a hung MongoDB had a p99 of 6.9 s.
+NOISE_MS = 100.0
 # The first reads of each web worker wait out MongoDB's server selection (MONGO_TIMEOUT_MS, 1 s,
 # which pymongo's monitor re-checks every 0.5 s), 16 at once on the machine's few cores; a
 # single read's 1.5 s is tests/reliability/test_store_outage_reads.py's.
@@ -227,7 +232,8 @@ def test_beacons_keep_their_p99_while_a_store_is_down_under_a_read_storm(
     # A read in flight waits for Mongo's answer MONGO_QUERY_TIMEOUT_MS at most, then as if stopped.
     assert max(hung.reads["slowest_s"].values()) <= cfg.mongo_query_timeout_ms / 1000 + MOST_READ_S, hung.reads
     for name in ("mongo stopped", "mongo hung", "redis stopped"):
-        assert figures[name]["p99"] <= MOST_P99_RATIO * figures["stores up"]["p99"], figures
+        baseline = figures["stores up"]["p99"]
+        assert figures[name]["p99"] <= max(MOST_P99_RATIO * baseline, baseline + NOISE_MS), figures
     # Every beacon taken is on the log, once.
     ids = wait_for_ids(cfg, deployment.topic, sent)
     assert set(ids.values()) == {1}
