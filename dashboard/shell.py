@@ -9,13 +9,13 @@ from urllib.parse import parse_qs, urlencode
 
 from dash import Dash, Input, Output, ctx, dcc, html, no_update
 
-from dashboard import alerts, conversion_panels, health, history, live, messages
+from dashboard import alerts, conversion_panels, health, history, live, live_events, messages
 from dashboard.access import Access, current
 from dashboard.callbacks import Callbacks
 
 callbacks = Callbacks()
 PREFIX = "/dashboard/"
-PAGES = {"live": "Live", "history": "History", "health": "Health", "alerts": "Alerts"}
+PAGES = {"live": "Live", "events": "Live events", "history": "History", "health": "Health", "alerts": "Alerts"}
 
 
 def page_of(pathname: str | None) -> str:
@@ -74,7 +74,7 @@ def layout(access: Access) -> html.Div:
                         [
                             html.Span(
                                 dcc.Link(label, id=f"nav-{key}", href=href(key, first), className="nav-link"),
-                                hidden=key in ("health", "alerts") and not access.can_see_health,
+                                hidden=key in ("events", "health", "alerts") and not access.can_see_health,
                             )
                             for key, label in PAGES.items()
                         ],
@@ -133,6 +133,8 @@ def route(pathname: str | None) -> html.Div:
         return health.page() if access.can_see_health else health.refused()
     if page == "alerts":
         return alerts.page() if access.signed_in else alerts.refused()
+    if page == "events":
+        return live_events.page(access.staff) if access.signed_in else live_events.refused()
     return live.page()
 
 

@@ -176,6 +176,7 @@ class Config:
     realtime_dedup_s: int  # how long the speed layer recognises a repeated event id (at least)
     api_rate_per_minute: int
     api_cache_items: int  # 0: no cache of settled reads
+    live_events_per_s: int  # the dashboard's Live events: past this many a second, a viewer sees 1 in N
     email: Email
     # The dashboard's address as people reach it, for links in emails (unsubscribe, open the
     # dashboard); None outside development mode unless FOOTFALL_PUBLIC_URL is set.
@@ -274,6 +275,7 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         # Required outside development mode: behind a proxy, 0 would make every visitor the proxy.
         trusted_proxies=_int(env, "FOOTFALL_TRUSTED_PROXIES", 0, low=0, high=10),
         client_rate=float(_int(env, "FOOTFALL_CLIENT_RATE", 20, low=1, high=100_000)),
+        live_events_per_s=_int(env, "FOOTFALL_LIVE_EVENTS_PER_S", 20, low=1, high=1000),
         client_burst=_int(env, "FOOTFALL_CLIENT_BURST", 100, low=1, high=1_000_000),
         # Server-side batches may carry their own event times, at most this far in the past
         # (older days are backfilled with the import command and a re-rollup).

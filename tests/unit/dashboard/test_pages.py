@@ -57,14 +57,15 @@ def test_access_looks_sites_up_never_trusts_them() -> None:
 
 
 def test_shell_lists_only_the_allowed_sites() -> None:
-    """The site picker holds the request's sites; share viewers get no health or alerts link and no sign-out."""
+    """The site picker holds the request's sites; share viewers get no live events, health or alerts
+    link and no sign-out."""
     shared = Access(sites=(SiteChoice("a", "Site A", "UTC"),))
     body = json.dumps(shell.layout(shared).to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)
     assert '"label": "Site A (a)"' in body
     assert "read-only" in body
     assert "sign-out" not in body
     nav = shell.layout(shared).children[1].children[2].children
-    assert [span.hidden for span in nav] == [False, False, True, True]  # live, history, health, alerts
+    assert [span.hidden for span in nav] == [False, True, False, True, True]  # live, events, history, health, alerts
     assert shell.no_sites(Access(shared_revoked=True)).children[1].children == messages.SHARE_REVOKED
     assert shell.no_sites(Access(username="u")).children[1].children == messages.NO_SITES
     assert shell.no_sites(Access(username="root", staff=True)).children[1].children == messages.NO_SITES_STAFF
