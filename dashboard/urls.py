@@ -9,6 +9,7 @@ urlpatterns = [
     path("login/", views.DashboardLoginView.as_view(), name="login"),
     path("logout/", views.DashboardLogoutView.as_view(), name="logout"),
     path("share/<str:token>", views.share, name="share"),
+    path("events/poll", views.live_events_poll, name="live-events-poll"),
     path("", views.forward, name="home"),
     re_path(r"^(?P<rest>.+)$", views.forward, name="app"),
 ]

@@ -13,6 +13,7 @@ import importlib
 import importlib.metadata
 import io
 import json
+import logging
 from functools import cache
 from math import ceil
 from typing import Any
@@ -24,11 +25,14 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
 
 from dashboard.access import ENVIRON_KEY, SESSION_SHARES, access_for, has_any_grant
-from dashboard.models import ShareLink
+from dashboard.models import ShareLink, SiteAccess
 from footfall.config import DEVELOPMENT_ENV, footfall_config
 from footfall.login_throttle import PAIR_FAILURES_PER_MINUTE, WAIT_ATTRIBUTE
+from footfall.models import Site
+from query.live_events import EVENTS, REFUSED, BadFilter, line, poll
 
 # Headers that belong to one hop (PEP 3333 forbids them in WSGI apps) or that Django sets itself.
 _SKIP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade"}
@@ -189,3 +193,39 @@ def forward(request: HttpRequest, rest: str = "") -> HttpResponse:
         response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+log = logging.getLogger(__name__)
+
+
+@never_cache
+@require_GET
+def live_events_poll(request: HttpRequest) -> JsonResponse:
+    """``GET /dashboard/events/poll?site=&kind=&type=&path=&cursor=``: the Live events page's poll
+    (assets/live_events.js). A signed-in user granted the site gets the events after ``cursor``,
+    newest first, as lines of text; ``kind=refused`` (the refused events) is for staff only."""
+    user = request.user
+    if not user.is_authenticated:
+        return JsonResponse({"error": "Sign in to watch live events."}, status=403)
+    site_id, staff = request.GET.get("site", ""), bool(user.is_staff or user.is_superuser)
+    granted = (
+        Site.objects.filter(site_id=site_id).exists()
+        if staff
+        else SiteAccess.objects.filter(user=user, site_id=site_id).exists()
+    )
+    if not granted:
+        return JsonResponse({"error": "Choose a site you are granted."}, status=403)
+    kind = REFUSED if request.GET.get("kind") == REFUSED and staff else EVENTS
+    raw_cursor = request.GET.get("cursor")
+    if raw_cursor is not None and not raw_cursor.isdigit():
+        return JsonResponse({"error": "cursor: expected the number the last poll answered"}, status=400)
+    try:
+        answer = poll(site_id, kind, request.GET.get("type"), request.GET.get("path"),
+                      int(raw_cursor) if raw_cursor is not None else None)  # fmt: skip
+    except BadFilter as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    except Exception:
+        log.exception("live events of %s failed", site_id)
+        return JsonResponse({"error": "The live events could not be read; retrying."}, status=503)
+    rows = [{"line": line(row), "refused": "reason" in row} for row in answer.rows]
+    return JsonResponse({"rows": rows, "cursor": answer.cursor_us, "one_in": answer.one_in})

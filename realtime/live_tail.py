@@ -57,8 +57,12 @@ class LogTail:
             raise
 
     def arrivals(self, timeout_s: float = POLL_S) -> Iterator[Arrival]:
-        """What arrived within ``timeout_s`` (possibly nothing)."""
-        for message in self._consumer.consume(500, timeout=timeout_s):
+        """What arrived, as soon as something did, waiting ``timeout_s`` at most (possibly nothing)."""
+        # poll() returns at the first message; consume() would wait out its timeout for a full batch.
+        first = self._consumer.poll(timeout_s)
+        if first is None:
+            return
+        for message in [first, *self._consumer.consume(499, timeout=0)]:
             if message.error() is None:
                 yield _arrival(message)
 
