@@ -27,7 +27,9 @@ export FOOTFALL_MINIO_PORT=${FOOTFALL_TEST_MINIO_PORT:-29000}
 # own: the fault scenarios kill and restart their stack's services, so they, with other tests
 # that bring servers of their own (the Kafka cluster, S3, host sites and their collector), run
 # on a second stack, on ports 100 above the first's. The two halves take about as long
-# (docs/testing.md): the server wheel's test, which stops nothing, runs on the first.
+# (docs/testing.md): the server wheel's test, which stops nothing, runs on the first, and so
+# does the collector's capacity test (tests/integration/collector), which stops its stack's
+# Mongo and Redis for seconds each and starts them again before the next test.
 SECOND_STACK_TESTS=(tests/reliability tests/integration/cluster tests/integration/archive_s3
                     tests/integration/packaging/test_host_package.py)
 second_dir="$FOOTFALL_STATE_DIR/second-stack"

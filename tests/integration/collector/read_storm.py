@@ -1,5 +1,5 @@
 """Analysts reading through the proxy, in a process of their own so their work never slows the
-process that measures beacons: ``python -m tests.reliability.read_storm URL KEY SITE SECONDS
+process that measures beacons: ``python -m tests.integration.collector.read_storm URL KEY SITE SECONDS
 ANALYSTS EVERY_S settled|recent``, ``settled`` reading days before the realtime window (MongoDB
 answers), ``recent`` today's (Redis answers). Each analyst asks for a read every ``EVERY_S``
 (the next at once if one took longer); prints one JSON line: reads per status and the slowest
