@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -40,7 +41,11 @@ def test_creates_missing_topics_then_reports_differences(
     mine = dataclasses.replace(cfg, events_topic=names[0], invalid_topic=names[1], events_partitions=2)
     assert ensure_topics(kafka_admin, wanted_topics(mine), create=False).missing == list(names)
     assert ensure_topics(kafka_admin, wanted_topics(mine)).created == list(names)
-    topic = kafka_admin.list_topics(names[0], timeout=10).topics[names[0]]
+    # A topic made moments ago may not be in a busy broker's metadata yet (seen in CI: 0 partitions).
+    deadline = time.monotonic() + 30
+    while not (topic := kafka_admin.list_topics(names[0], timeout=10).topics[names[0]]).partitions:
+        assert time.monotonic() < deadline, topic
+        time.sleep(0.2)
     assert len(topic.partitions) == 2
     assert ensure_topics(kafka_admin, wanted_topics(mine)).differences == []
     more = dataclasses.replace(mine, events_partitions=4)
