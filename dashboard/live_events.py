@@ -28,7 +28,7 @@ def page(staff: bool) -> html.Div:
                 [
                     html.H1("Live events"),
                     html.Button("Pause", id="events-pause", className="link-button"),
-                    html.Span(WAITING, id="events-status", className="status"),
+                    html.Span(WAITING, id="events-status", className="status", **{"data-waiting": WAITING}),
                 ],
                 className="page-head",
             ),

@@ -23,9 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from footfall_capture.events import InvalidEvent, decode
-from realtime.live_tail import Arrival, LogTail
-from realtime.tail_lines import TailFilter, invalid_row, payload_site, tail_row
+from realtime.live_tail import LogTail
+from realtime.tail_lines import TailFilter, TailItem, tail_item
 
 log = logging.getLogger(__name__)
 EVENTS, REFUSED = "events", "refused"
@@ -36,12 +35,10 @@ MOST_ROWS = 200  # rows one poll returns at most (the newest)
 
 @dataclass(frozen=True)
 class Seen:
-    """An event as read: when this process read it (µs since the epoch), its site and its row."""
+    """A record as read: when this process read it (µs since the epoch), and what the tail keeps of it."""
 
     at_us: int
-    site_id: str | None
-    row: dict[str, Any]
-    event: Any  # the decoded Event (None for a refused one): filters test it
+    item: TailItem
 
 
 @dataclass(frozen=True)
@@ -84,25 +81,14 @@ class _Reader:
         try:
             while time.monotonic() - self.last_poll < self.idle_s:
                 for arrival in tail.arrivals():
-                    item = self._seen(arrival)
+                    item = tail_item(arrival.value, arrival.headers, arrival.timestamp_ms, self.kind == REFUSED)
                     if item is not None:
                         with self.seen_lock:
-                            self.seen.append(item)
+                            self.seen.append(Seen(time.time_ns() // 1000, item))
         except Exception:
             log.exception("the live %s tail stopped", self.kind)
         finally:
             tail.close()
-
-    def _seen(self, arrival: Arrival) -> Seen | None:
-        at_us = time.time_ns() // 1000
-        if self.kind == REFUSED:
-            site = payload_site(arrival.value)
-            return Seen(at_us, site, invalid_row(arrival.value, arrival.headers, arrival.timestamp_ms, site), None)
-        try:
-            event = decode(arrival.value)
-        except InvalidEvent:  # the workers route it to the invalid-events topic
-            return None
-        return Seen(at_us, event.site_id, tail_row(event), event)
 
 
 class LiveHub:
@@ -135,17 +121,11 @@ class LiveHub:
             return Poll([], time.time_ns() // 1000, 1)
         with reader.seen_lock:
             kept = list(reader.seen)
-        fresh = [s for s in kept if s.at_us > cursor_us and _passes(s, wanted)]
+        fresh = [s for s in kept if s.at_us > cursor_us and s.item.passes(wanted)]
         if not fresh:
             return Poll([], cursor_us, 1)
         # Past max_per_s over the time since the viewer's cursor (a poll's interval at least), 1 in N.
         allowed = max(1, int(max_per_s * max(1.0, (now_us - cursor_us) / 1e6)))
         one_in = max(1, math.ceil(len(fresh) / allowed))
         shown = fresh[len(fresh) - 1 :: -one_in][:MOST_ROWS]  # newest first, every N-th
-        return Poll([s.row for s in shown], fresh[-1].at_us, one_in)
-
-
-def _passes(seen: Seen, wanted: TailFilter) -> bool:
-    if seen.event is None:  # a refused event: only its site is known
-        return wanted.site_id is None or seen.site_id == wanted.site_id
-    return wanted.matches(seen.event)
+        return Poll([s.item.row for s in shown], fresh[-1].at_us, one_in)

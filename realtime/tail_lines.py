@@ -6,6 +6,9 @@
   cut to 8 characters (enough to follow one visitor for a while, not a key to the counters).
   There is no IP to show: events hold none.
 * :func:`invalid_row` is the same for an event the pipeline refused, with its reason.
+* :func:`tail_item` turns a record read from either topic into what the tail keeps of it, and
+  :meth:`TailItem.passes` says whether a viewer's filter wants it: the CLI and the dashboard
+  share both.
 * :class:`Sampler` keeps a viewer's rate bounded: past ``max_per_s`` it shows 1 event in N,
   N following the rate of the second before, and says so.
 """
@@ -20,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from footfall_capture.events import Event
+from footfall_capture.events import Event, InvalidEvent, decode
 
 VISITOR_SHOWN = 8  # characters of the visitor id shown
 BUILTIN_TYPES = frozenset({"pageview", "engagement", "request"})  # any other type is a custom event's name
@@ -95,6 +98,34 @@ def payload_site(payload: bytes) -> str | None:
         return None
     site = value.get("site_id") if isinstance(value, dict) else None
     return site if isinstance(site, str) else None
+
+
+@dataclass(frozen=True)
+class TailItem:
+    """A record as the tail keeps it: its site, its row, and its decoded event (None for a refused one)."""
+
+    site_id: str | None
+    row: dict[str, Any]
+    event: Event | None
+
+    def passes(self, wanted: TailFilter) -> bool:
+        """Whether ``wanted`` picks this record; of a refused one only the site is known."""
+        if self.event is None:
+            return wanted.site_id is None or self.site_id == wanted.site_id
+        return wanted.matches(self.event)
+
+
+def tail_item(payload: bytes, headers: dict[str, str], timestamp_ms: int, refused: bool) -> TailItem | None:
+    """What the tail keeps of a record of the events topic (``refused``: the invalid-events
+    topic); None for an undecodable event, which the workers route to the invalid-events topic."""
+    if refused:
+        site = payload_site(payload)
+        return TailItem(site, invalid_row(payload, headers, timestamp_ms, site), None)
+    try:
+        event = decode(payload)
+    except InvalidEvent:
+        return None
+    return TailItem(event.site_id, tail_row(event), event)
 
 
 def text_line(row: dict[str, Any]) -> str:

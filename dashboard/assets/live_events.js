@@ -4,7 +4,6 @@
 (function () {
   "use strict";
   var POLL_MS = 500, KEEP = 100;
-  var WAITING = "Waiting for events\u2026 (from now on)";
   var state = { list: null, key: null, cursor: null, busy: false, paused: false };
 
   var byId = function (id) { return document.getElementById(id); };
@@ -26,9 +25,10 @@
       list.insertBefore(li, list.firstChild);
     }
     while (list.children.length > KEEP) list.removeChild(list.lastChild);
-    byId("events-status").textContent = body.one_in > 1
+    var status = byId("events-status");
+    status.textContent = body.one_in > 1
       ? "Busy: showing 1 in " + body.one_in + " events"
-      : list.children.length ? "Showing every event, newest first" : WAITING;
+      : list.children.length ? "Showing every event, newest first" : status.dataset.waiting;
   };
 
   var problem = function (text) {

@@ -1,4 +1,5 @@
-"""Kafka helpers for tests: produce events, and read what was appended to a topic."""
+"""Kafka helpers for tests: produce events, read what was appended to a topic, and list the
+consumer groups the live tail would have left (it must leave none)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from footfall.config import Config
 from footfall.kafka_client import consumer_config
 from footfall_capture.events import Event, encode
-from footfall_capture.kafka import producer_config
+from footfall_capture.kafka import client_config, producer_config
+from realtime.live_tail import GROUP_PREFIX
 
 NO_LEADER_YET = {
     KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
@@ -84,3 +87,9 @@ def produce(cfg: Config, topic: str, payloads: Sequence[bytes | Event]) -> None:
         else:
             send(producer, topic, encode(item), (item.visitor_id or item.event_id).encode())
     assert producer.flush(120) == 0
+
+
+def tail_groups(cfg: Config) -> list[str]:
+    """The consumer groups named like the live tail's: a tail that joined or committed left one."""
+    listed = AdminClient(client_config(cfg.kafka)).list_consumer_groups(request_timeout=10).result()
+    return [group.group_id for group in listed.valid if group.group_id.startswith(GROUP_PREFIX)]

@@ -19,9 +19,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from footfall.config import footfall_config
 from footfall.models import Site
-from footfall_capture.events import EVENT_TYPE, InvalidEvent, decode
+from footfall_capture.events import EVENT_TYPE
 from realtime.live_tail import LogTail
-from realtime.tail_lines import Sampler, TailFilter, invalid_row, payload_site, tail_row, text_line
+from realtime.tail_lines import Sampler, TailFilter, tail_item, text_line
 
 
 class Command(BaseCommand):
@@ -56,9 +56,10 @@ class Command(BaseCommand):
         try:
             while not limit or shown < limit:
                 for arrival in tail.arrivals():
-                    row = self._row(arrival, wanted, opts["invalid"])
-                    if row is None:
+                    item = tail_item(arrival.value, arrival.headers, arrival.timestamp_ms, opts["invalid"])
+                    if item is None or not item.passes(wanted):
                         continue
+                    row = item.row
                     show, note = sampler.take(time.monotonic())
                     if note:
                         self.stderr.write(note)
@@ -73,16 +74,3 @@ class Command(BaseCommand):
             pass
         finally:
             tail.close()
-
-    @staticmethod
-    def _row(arrival: Any, wanted: TailFilter, invalid: bool) -> dict[str, Any] | None:
-        if invalid:
-            site = payload_site(arrival.value)
-            if wanted.site_id is not None and site != wanted.site_id:
-                return None
-            return invalid_row(arrival.value, arrival.headers, arrival.timestamp_ms, site)
-        try:
-            event = decode(arrival.value)
-        except InvalidEvent:  # the workers route it to the invalid-events topic
-            return None
-        return tail_row(event) if wanted.matches(event) else None

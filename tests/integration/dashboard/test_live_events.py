@@ -11,7 +11,6 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka.admin import AdminClient
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Browser
 from pytest_django.live_server_helper import LiveServer
@@ -21,12 +20,10 @@ from dashboard.models import SiteAccess
 from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.models import Site
-from footfall_capture.kafka import client_config
 from query.live_events import get_live_hub
 from realtime.live_hub import IDLE_S
-from realtime.live_tail import GROUP_PREFIX
 from tests.integration.dashboard.conftest import PASSWORD, Tab, eventually, open_tab, sign_in, text
-from tests.integration.kafka_tail import produce
+from tests.integration.kafka_tail import produce, tail_groups
 
 VIEWERS = 20
 BEACONS = 5
@@ -81,11 +78,6 @@ def viewer(browser: Browser, watched: Watched, state: dict | None = None, user: 
         tab.page.goto(f"{watched.base_url}{path}")
     tab.page.wait_for_selector("#events-status")
     return tab
-
-
-def tail_groups(cfg: Config) -> list[str]:
-    listed = AdminClient(client_config(cfg.kafka)).list_consumer_groups(request_timeout=10).result()
-    return [group.group_id for group in listed.valid if group.group_id.startswith(GROUP_PREFIX)]
 
 
 def test_twenty_viewers_see_each_beacon_within_a_second(shared_browser: Browser, watched: Watched, cfg: Config) -> None:

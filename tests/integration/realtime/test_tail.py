@@ -15,18 +15,16 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient
 from django.conf import settings as django_settings
 from django.test import Client, RequestFactory
 
 from collector.runtime import get_ingestor
 from footfall.config import Config
 from footfall.models import Site
-from footfall_capture.kafka import client_config
 from footfall_capture.middleware import ClickstreamMiddleware
-from realtime.live_tail import GROUP_PREFIX
 from tests.integration.collector.test_collect import CHROME, IP, beacon
 from tests.integration.collector.test_middleware import host_view
+from tests.integration.kafka_tail import tail_groups
 
 # Committed (no test transaction): the tail's own process looks the site up.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,11 +68,6 @@ def tail_site() -> Site:
     site = Site.objects.create(site_id=f"tail-{uuid.uuid4().hex[:8]}", name="Tail", domains=["example.com"])
     get_ingestor().sites.invalidate()
     return site
-
-
-def tail_groups(cfg: Config) -> list[str]:
-    listed = AdminClient(client_config(cfg.kafka)).list_consumer_groups(request_timeout=10).result()
-    return [group.group_id for group in listed.valid if group.group_id.startswith(GROUP_PREFIX)]
 
 
 def test_a_beacon_and_a_middleware_page_show_within_a_second(
