@@ -13,11 +13,10 @@ spooled.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 import zlib
-from functools import cache
-from pathlib import Path
 
 import msgspec
 from django.http import HttpRequest, HttpResponse
@@ -35,17 +34,18 @@ from collector.beacon import (
 )
 from collector.ingest import Rejected, RequestFacts
 from collector.runtime import get_ingestor
+from collector.tracker_file import TrackerNotBuilt, built_tracker
 from footfall.config import footfall_config
 from footfall.models import ANY_HOST_SCOPE, ApiKey
 from footfall_capture.accept import Accepted
 from footfall_capture.enrich.addresses import client_ip
 
+log = logging.getLogger(__name__)
 MAX_BATCH = 1000
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 MAX_SKEW_AHEAD_MS = 5 * 60 * 1000
 # The smallest transparent GIF (43 bytes).
 PIXEL = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b")
-TRACKER = Path(__file__).resolve().parent / "static" / "collector" / "footfall.js"
 
 
 def _now_ms() -> int:
@@ -182,17 +182,26 @@ def pixel(request: HttpRequest) -> HttpResponse:
     return _cors(request, resp)
 
 
-@cache
-def _tracker_source() -> bytes:
-    return TRACKER.read_bytes()
-
-
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 def tracker(request: HttpRequest) -> HttpResponse:
-    """The browser tracker, cacheable for an hour."""
-    resp = HttpResponse(_tracker_source(), content_type="application/javascript; charset=utf-8")
+    """The minified browser tracker, gzipped when the client accepts it, cacheable for an hour
+    and revalidated by its ETag."""
+    try:
+        built = built_tracker()
+    except TrackerNotBuilt as exc:
+        log.error("%s", exc)
+        return _error(503, "tracker_not_built", "the server's tracker was not built; see its log")
+    if request.META.get("HTTP_IF_NONE_MATCH") == built.etag:
+        resp = HttpResponse(status=304)
+    elif "gzip" in request.META.get("HTTP_ACCEPT_ENCODING", ""):
+        resp = HttpResponse(built.gzipped, content_type="application/javascript; charset=utf-8")
+        resp["Content-Encoding"] = "gzip"
+    else:
+        resp = HttpResponse(built.body, content_type="application/javascript; charset=utf-8")
+    resp["ETag"] = built.etag
+    resp["Vary"] = "Accept-Encoding"
     resp["Cache-Control"] = "public, max-age=3600"
-    resp["Access-Control-Allow-Origin"] = "*"
+    resp["Access-Control-Allow-Origin"] = "*"  # cross-origin pages load it with integrity= (CORS)
     return resp
 
 

@@ -2,7 +2,8 @@
 # Creates the project's virtualenv (once) and installs exactly what uv.lock pins into it:
 # Footfall (the server with every extra, and the capture library in host/, both editable),
 # the test tools, the local stack's supervisord, and the installers themselves (uv, pip,
-# setuptools). Prints the virtualenv's path on its last line.
+# setuptools); then builds the minified browser tracker (npm). Prints the virtualenv's path on
+# its last line.
 # The virtualenv lives outside the checkout (FOOTFALL_CACHE_DIR, default ~/.cache/footfall),
 # so a fresh clone reuses it; a changed uv.lock, pyproject.toml or checkout path re-syncs it.
 # uv itself is installed from the lock's hashes (deploy/locked_uv.py), then `uv sync --locked`
@@ -38,4 +39,12 @@ if [ ! -f "$stamp" ]; then
   rm -f "$venv"/.footfall-*
   touch "$stamp"
 fi
+# The minified browser tracker the collector serves (collector/tracker/), built with npm: installed
+# from Debian's packages when missing and run as root, as the stack's other tools are.
+if ! command -v npm >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "bootstrap: installing Node.js and npm (Debian packages) to build the tracker" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >&2
+fi
+(cd "$repo" && "$venv/bin/python" -m deploy.build_tracker) || exit 1
 echo "$venv"
