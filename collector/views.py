@@ -84,8 +84,12 @@ def _cors(request: HttpRequest, resp: HttpResponse) -> HttpResponse:
 
 def _facts(request: HttpRequest) -> RequestFacts:
     meta = request.META  # not request.headers: it copies every header on first use
+    cfg = footfall_config()
+    ip = client_ip(
+        meta.get("REMOTE_ADDR"), meta.get("HTTP_X_FORWARDED_FOR"), cfg.trusted_proxies, cfg.forwarding_proxies
+    )
     return RequestFacts(
-        ip=client_ip(meta.get("REMOTE_ADDR"), meta.get("HTTP_X_FORWARDED_FOR"), footfall_config().trusted_proxies),
+        ip=ip,
         user_agent=meta.get("HTTP_USER_AGENT", "")[:2048],
         dnt=meta_asks_not_to_track(meta),
         origin=meta.get("HTTP_ORIGIN"),

@@ -185,6 +185,15 @@ class Config:
     # reach (empty: public addresses only); None ("*"): any address, unchecked, through
     # HTTP(S)_PROXY when set (see alerts.egress).
     webhook_allowed_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] | None = ()
+    # FOOTFALL_FORWARDING_PROXIES: the tracked sites' own reverse proxies that forward beacons
+    # to Footfall (docs/collector.md#your-own-domain). Behind ``trusted_proxies``, a hop from one
+    # of these networks is a forwarder too, and the address it names in X-Forwarded-For is
+    # believed: the visitor's, not the site's server.
+    forwarding_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    # Where the collector also serves the tracker and takes beacons (FOOTFALL_TRACKER_PATH,
+    # FOOTFALL_COLLECT_PATH), besides /footfall.js and /collect: names content blockers do not list.
+    tracker_path: str = "/footfall.js"
+    collect_path: str = "/collect"
     # How long a read of the API or the dashboard waits for a store that does not answer
     # before it gives up with a 503: short, so a store's outage never holds the web threads
     # (MONGO_TIMEOUT_MS, REDIS_TIMEOUT_MS). Batch jobs wait longer (historical.store.BATCH_TIMEOUT_MS).
@@ -289,6 +298,9 @@ def load_config(env: Mapping[str, str], base_dir: Path | None) -> Config:
         email=_email(env, data_dir, environment),
         public_url=_public_url(env, environment),
         webhook_allowed_networks=_webhook_networks(env, "FOOTFALL_WEBHOOK_ALLOWED_NETWORKS"),
+        forwarding_proxies=_networks(env, "FOOTFALL_FORWARDING_PROXIES"),
+        tracker_path=_public_path(env, "FOOTFALL_TRACKER_PATH", "/footfall.js"),
+        collect_path=_public_path(env, "FOOTFALL_COLLECT_PATH", "/collect"),
         mongo_timeout_ms=_int(env, "MONGO_TIMEOUT_MS", 1000, low=50, high=120_000),
         redis_timeout_ms=_int(env, "REDIS_TIMEOUT_MS", 1000, low=50, high=120_000),
         mongo_query_timeout_ms=_int(env, "MONGO_QUERY_TIMEOUT_MS", 5000, low=100, high=600_000),
@@ -533,12 +545,15 @@ def _public_url(env: Mapping[str, str], environment: str) -> str | None:
 def _webhook_networks(
     env: Mapping[str, str], name: str
 ) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] | None:
+    """:func:`_networks`, or None for ``*``: any address."""
+    return None if env.get(name, "").strip() == "*" else _networks(env, name)
+
+
+def _networks(env: Mapping[str, str], name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     """Comma-separated networks (``10.0.0.0/8``, ``fd00::/8``; a bare address is its /32 or
-    /128), or ``*`` for any address; host bits must be zero, so a typo such as
-    ``10.0.0.1/8`` is refused rather than read as a wider network than meant."""
+    /128); host bits must be zero, so a typo such as ``10.0.0.1/8`` is refused rather than
+    read as a wider network than meant."""
     raw = env.get(name, "").strip()
-    if raw == "*":
-        return None
     networks = []
     for item in (part.strip() for part in raw.split(",")):
         if not item:
@@ -546,10 +561,26 @@ def _webhook_networks(
         try:
             networks.append(ipaddress.ip_network(item, strict=True))
         except ValueError as exc:
-            raise ConfigError(
-                name, f"comma-separated networks such as 10.0.0.0/8,fd00::/8 (host bits zero), or * ({exc})", raw
-            ) from None
+            raise ConfigError(name, f"comma-separated networks such as 10.0.0.0/8,fd00::/8 (host bits zero) ({exc})",
+                              raw) from None  # fmt: skip
     return tuple(networks)
+
+
+# Footfall's own first path segments: a chosen tracker or collect path must not hide one.
+_OWN_PREFIXES = ("admin", "api", "dashboard", "alerts", "static", "p.gif")
+_PATH = re.compile(r"^(/[A-Za-z0-9._~-]+)+$")
+
+
+def _public_path(env: Mapping[str, str], name: str, default: str) -> str:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if not _PATH.fullmatch(raw) or raw.split("/")[1] in _OWN_PREFIXES or ".." in raw:
+        raise ConfigError(
+            name, f"a path such as /js/site.js: letters, digits, '.', '_', '~', '-' between slashes, "
+            f"not under /{', /'.join(_OWN_PREFIXES)}", raw,
+        )  # fmt: skip
+    return raw
 
 
 def _redis_shards(env: Mapping[str, str], name: str, redis_url: str) -> tuple[str, ...]:

@@ -137,12 +137,17 @@ def percentiles(samples: Sequence[float]) -> dict[str, float]:
 
 def topic_event_ids(cfg: Config, topic: str) -> Counter[str]:
     """How often each event id is on ``topic`` (every message up to the current end offsets)."""
+    return Counter(event.event_id for event in topic_events(cfg, topic))
+
+
+def topic_events(cfg: Config, topic: str) -> list[Event]:
+    """Every event on ``topic`` up to the current end offsets (undecodable messages left out)."""
     consumer = Consumer(client_config(cfg.kafka, **{"group.id": f"audit-{uuid.uuid4().hex}"}))
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        ids: Counter[str] = Counter()
+        events: list[Event] = []
         remaining = sum(ends.values())
         deadline = time.monotonic() + 120
         while remaining > 0 and time.monotonic() < deadline:
@@ -150,7 +155,7 @@ def topic_event_ids(cfg: Config, topic: str) -> Counter[str]:
                 if msg.error() is None and msg.offset() < ends[msg.partition()]:
                     remaining -= 1
                     with contextlib.suppress(InvalidEvent):
-                        ids[decode(msg.value()).event_id] += 1
-        return ids
+                        events.append(decode(msg.value()))
+        return events
     finally:
         consumer.close()

@@ -308,3 +308,22 @@ def test_the_forwarded_scheme_is_trusted_only_behind_a_proxy(proxies: str, heade
     out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[2])  # fmt: skip
     assert out.stdout.strip().splitlines()[-1] == header, out.stderr[-2000:]
+
+
+def test_tracker_and_collect_paths_a_deployment_chooses() -> None:
+    cfg = load_config({**LOCAL, "FOOTFALL_TRACKER_PATH": "/js/site.js", "FOOTFALL_COLLECT_PATH": "/e/site"}, BASE)
+    assert (cfg.tracker_path, cfg.collect_path) == ("/js/site.js", "/e/site")
+    default = load_config(LOCAL, BASE)
+    assert (default.tracker_path, default.collect_path) == ("/footfall.js", "/collect")
+    for bad in ("js/site.js", "/api/v1/x", "/dashboard/x", "/static/x.js", "/a/../b", "/a b", "/a//b", "/x?y=1"):
+        with pytest.raises(ConfigError, match="FOOTFALL_TRACKER_PATH"):
+            load_config({**LOCAL, "FOOTFALL_TRACKER_PATH": bad}, BASE)
+
+
+def test_forwarding_proxies_are_networks() -> None:
+    cfg = load_config({**LOCAL, "FOOTFALL_FORWARDING_PROXIES": "192.0.2.0/24, 2001:db8::1"}, BASE)
+    assert [str(n) for n in cfg.forwarding_proxies] == ["192.0.2.0/24", "2001:db8::1/128"]
+    assert load_config(LOCAL, BASE).forwarding_proxies == ()
+    for bad in ("*", "192.0.2.1/24", "not-a-network"):
+        with pytest.raises(ConfigError, match="FOOTFALL_FORWARDING_PROXIES"):
+            load_config({**LOCAL, "FOOTFALL_FORWARDING_PROXIES": bad}, BASE)

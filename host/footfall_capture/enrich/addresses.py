@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import socket
+from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -199,25 +200,41 @@ def is_global_number(v4: bool, number: int) -> bool:
     return i < 0 or number > ends[i]
 
 
-def client_ip(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> str | None:
+Networks = Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+
+
+def client_ip(
+    remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int, forwarders: Networks = ()
+) -> str | None:
     """The client's address: the peer, or the entry ``trusted_proxies`` from the right of
     X-Forwarded-For (entries further left are client-controlled and never trusted), in its
-    canonical spelling; ``None`` if that is no IP address."""
-    return canonical_ip(_client_text(remote_addr, forwarded_for, trusted_proxies))
+    canonical spelling; ``None`` if that is no IP address. While that address is in
+    ``forwarders`` (a site's own proxy forwarding beacons), the entry to its left is taken instead."""
+    return canonical_ip(_client_text(remote_addr, forwarded_for, trusted_proxies, forwarders))
 
 
-def client_address(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> ParsedIP | None:
+def client_address(
+    remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int, forwarders: Networks = ()
+) -> ParsedIP | None:
     """:func:`client_ip`'s address parsed (its ``text`` is what ``client_ip`` returns), for a
     caller that hands it to :meth:`~footfall_capture.enrich.pipeline.Draft.set_address`, so that the
     enrichment steps do not parse it a second time."""
-    text = _client_text(remote_addr, forwarded_for, trusted_proxies)
+    text = _client_text(remote_addr, forwarded_for, trusted_proxies, forwarders)
     return parse(text.strip()) if text else None
 
 
-def _client_text(remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int) -> str | None:
-    candidate = remote_addr
-    if trusted_proxies and forwarded_for:
-        hops = list(filter(None, map(str.strip, forwarded_for.split(","))))  # non-empty entries, stripped
-        if len(hops) >= trusted_proxies:
-            candidate = hops[-trusted_proxies]
-    return candidate
+def _client_text(
+    remote_addr: str | None, forwarded_for: str | None, trusted_proxies: int, forwarders: Networks
+) -> str | None:
+    if not forwarded_for or not (trusted_proxies or forwarders):
+        return remote_addr
+    chain = [*filter(None, map(str.strip, forwarded_for.split(","))), remote_addr]  # non-empty entries, stripped
+    i = len(chain) - 1 - trusted_proxies if len(chain) > trusted_proxies else len(chain) - 1
+    while i > 0 and forwarders and _within(chain[i], forwarders):
+        i -= 1
+    return chain[i]
+
+
+def _within(text: str | None, networks: Networks) -> bool:
+    address = parse_ip(text.strip()) if text else None
+    return address is not None and any(address in network for network in networks)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import msgspec
 import pytest
 
@@ -169,6 +171,26 @@ def test_client_ip(remote: str, xff: str | None, proxies: int, expected: str | N
     assert client_ip(remote, xff, proxies) == expected
     parsed = client_address(remote, xff, proxies)
     assert (parsed and parsed.text) == expected  # the same address, parsed for the draft
+
+
+SITE_PROXIES = [ipaddress.ip_network("192.0.2.0/24")]  # a tracked site's own servers
+
+
+@pytest.mark.parametrize(
+    ("remote", "xff", "proxies", "expected"),
+    [
+        ("10.0.0.1", "198.51.100.7, 192.0.2.5", 1, "198.51.100.7"),  # through the site's proxy and ours
+        ("10.0.0.1", "198.51.100.7", 1, "198.51.100.7"),  # straight to ours: as without forwarders
+        ("192.0.2.5", "198.51.100.7", 0, "198.51.100.7"),  # the site's proxy talks to the collector itself
+        ("10.0.0.1", "192.0.2.9, 192.0.2.5", 1, "192.0.2.9"),  # a forwarder's own request: nothing left of it
+        ("10.0.0.1", "6.6.6.6, 198.51.100.7, 192.0.2.5", 1, "198.51.100.7"),  # only forwarders are walked past
+        ("198.51.100.7", "6.6.6.6", 0, "198.51.100.7"),  # a visitor's own X-Forwarded-For is still ignored
+    ],
+)
+def test_client_ip_behind_a_sites_forwarding_proxy(remote: str, xff: str, proxies: int, expected: str) -> None:
+    assert client_ip(remote, xff, proxies, SITE_PROXIES) == expected
+    parsed = client_address(remote, xff, proxies, SITE_PROXIES)
+    assert (parsed and parsed.text) == expected
 
 
 def test_privacy_signals() -> None:
