@@ -16,6 +16,7 @@ import redis
 
 from collector.beacon import BadBeacon, Beacon, to_draft
 from collector.ratelimit import RateLimiter
+from collector.sightings import Sightings
 from collector.sites import SiteInfo, SiteRegistry, page_host
 from footfall.config import Config
 from footfall_capture.accept import Accepted, accept
@@ -66,12 +67,15 @@ class Ingestor:
         sites: SiteRegistry | None = None,
         salts: SaltStore | None = None,
         limiter: RateLimiter | None = None,
+        sightings: Sightings | None = None,
     ) -> None:
         self.cfg = cfg
         self.sink = sink
         self.sites = sites or SiteRegistry()
         self.salts = salts or salt_store(cfg)
         self.limiter = limiter or RateLimiter(cfg.client_rate, cfg.client_burst)
+        # Short timeouts: the installation check's record is best effort and must never hold a beacon.
+        self.sightings = sightings or Sightings.at(cfg.redis_url, timeout_s=0.2)
         # Built on the first beacon of a process (or at server start by BeaconMiddleware):
         # load the enrichment tables once, now, not a piece in each of the first requests.
         warm_up()

@@ -23,6 +23,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from collector import sightings
 from collector.beacon import (
     MAX_BODY_BYTES,
     BadBeacon,
@@ -34,6 +35,7 @@ from collector.beacon import (
 )
 from collector.ingest import Rejected, RequestFacts
 from collector.runtime import get_ingestor
+from collector.sites import page_host
 from collector.tracker_file import TrackerNotBuilt, built_tracker
 from footfall.config import footfall_config
 from footfall.models import ANY_HOST_SCOPE, ApiKey
@@ -134,6 +136,21 @@ def _batch_body(request: HttpRequest) -> bytes:
     return data
 
 
+def _taken(site_id: str, source: str, url: str | None, result: Accepted) -> None:
+    """Records an answered event for the site's installation check: seen, or dropped and why."""
+    record = get_ingestor().sightings
+    if result.status == "ignored":
+        record.refused(site_id, source, result.reason or "ignored", "taken, then dropped", page_host(url))
+    else:
+        record.seen(site_id, source, page_host(url))
+
+
+def _refused(site_id: str | None, source: str, url: str | None, exc: BadBeacon | Rejected) -> None:
+    """Records a refused event for the installation check of the site it named (if it named one)."""
+    if site_id is not None:
+        get_ingestor().sightings.refused(site_id, source, exc.reason, exc.detail, page_host(url))
+
+
 def _accept(request: HttpRequest, beacon: Beacon, facts: RequestFacts) -> Accepted:
     ingestor = get_ingestor()
     site = ingestor.site(beacon.site_id, facts.origin)
@@ -158,14 +175,18 @@ def collect(request: HttpRequest) -> HttpResponse:
         resp["Access-Control-Allow-Headers"] = "Content-Type"
         resp["Access-Control-Max-Age"] = "86400"
         return _cors(request, resp)
+    beacon = None
     try:
         facts = _facts(request)
         beacon = parse_json(_read_body(request, MAX_BODY_BYTES))
         result = _accept(request, beacon, facts)
     except BadBeacon as exc:
+        _refused(beacon and beacon.site_id, sightings.TRACKER, beacon and beacon.url, exc)
         return _cors(request, _error(400, exc.reason, exc.detail))
     except Rejected as exc:
+        _refused(beacon and beacon.site_id, sightings.TRACKER, beacon and beacon.url, exc)
         return _cors(request, _error(exc.status, exc.reason, exc.detail, exc.retry_after))
+    _taken(beacon.site_id, sightings.TRACKER, beacon.url, result)
     return _cors(request, _json(_accepted_body(result), status=202))
 
 
@@ -173,14 +194,18 @@ def collect(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET"])
 def pixel(request: HttpRequest) -> HttpResponse:
     """One event from query parameters, answered with a transparent GIF."""
+    beacon = None
     try:
         facts = _facts(request)
         beacon = parse_query(request.GET)
         result = _accept(request, beacon, facts)
     except BadBeacon as exc:
+        _refused(beacon and beacon.site_id, sightings.PIXEL, beacon and beacon.url, exc)
         return _cors(request, _error(400, exc.reason, exc.detail))
     except Rejected as exc:
+        _refused(beacon and beacon.site_id, sightings.PIXEL, beacon and beacon.url, exc)
         return _cors(request, _error(exc.status, exc.reason, exc.detail, exc.retry_after))
+    _taken(beacon.site_id, sightings.PIXEL, beacon.url, result)
     resp = HttpResponse(PIXEL, content_type="image/gif", status=202)
     resp["X-Footfall-Status"] = result.status
     return _cors(request, resp)
@@ -243,6 +268,9 @@ def ingest_batch(request: HttpRequest, site_id: str) -> HttpResponse:
     cfg = footfall_config()
     now = _now_ms()
     results: list[dict[str, object]] = []
+    # footfall_capture's HTTP sink names itself: a host site's middleware, not a backend's own events.
+    from_host = request.META.get("HTTP_USER_AGENT", "").startswith("footfall-capture")
+    source = sightings.MIDDLEWARE if from_host else sightings.BATCH_API
     for index, item in enumerate(items):
         try:
             if isinstance(item, BadBeacon):
@@ -256,9 +284,12 @@ def ingest_batch(request: HttpRequest, site_id: str) -> HttpResponse:
                 item, facts, now, ts_window=window, site=site, any_host=any_host, url_required=False
             )
             results.append({"index": index, **_accepted_body(result)})
+            _taken(site_id, source, item.url, result)
         except BadBeacon as exc:
+            _refused(site_id, source, None if isinstance(item, BadBeacon) else item.url, exc)
             results.append({"index": index, "status": "rejected", "error": exc.reason, "detail": exc.detail})
         except Rejected as exc:
+            _refused(site_id, source, None if isinstance(item, BadBeacon) else item.url, exc)
             if exc.status == 503:  # stop: later events would fail the same way
                 return _error(503, exc.reason, f"{exc.detail}; {index} events accepted before this one")
             results.append({"index": index, "status": "rejected", "error": exc.reason, "detail": exc.detail})

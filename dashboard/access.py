@@ -52,6 +52,7 @@ class Access:
     # Sites granted to the signed-in user (staff: all), not merely opened through a share link.
     granted: frozenset[str] = frozenset()
     alert_permissions: frozenset[str] = frozenset()  # those of ALERT_PERMISSIONS the user holds
+    base_url: str = ""  # the server as this request reached it ("https://stats.example.com"), for snippets
 
     @property
     def signed_in(self) -> bool:
@@ -102,6 +103,7 @@ def access_for(request: HttpRequest) -> Access:
         definitions_admin=bool(user.is_authenticated and user.is_staff and user.has_perms(DEFINITION_VIEW_PERMISSIONS)),
         granted=granted,
         alert_permissions=frozenset(p for p in ALERT_PERMISSIONS if user.is_authenticated and user.has_perm(p)),
+        base_url=request.build_absolute_uri("/").rstrip("/"),
     )
 
 

@@ -9,13 +9,16 @@ from urllib.parse import parse_qs, urlencode
 
 from dash import Dash, Input, Output, ctx, dcc, html, no_update
 
-from dashboard import alerts, conversion_panels, health, history, live, live_events, messages
+from dashboard import alerts, conversion_panels, health, history, install, live, live_events, messages
 from dashboard.access import Access, current
 from dashboard.callbacks import Callbacks
 
 callbacks = Callbacks()
 PREFIX = "/dashboard/"
-PAGES = {"live": "Live", "events": "Live events", "history": "History", "health": "Health", "alerts": "Alerts"}
+PAGES = {
+    "live": "Live", "events": "Live events", "history": "History", "install": "Installation", "health": "Health",
+    "alerts": "Alerts",
+}  # fmt: skip
 
 
 def page_of(pathname: str | None) -> str:
@@ -74,7 +77,7 @@ def layout(access: Access) -> html.Div:
                         [
                             html.Span(
                                 dcc.Link(label, id=f"nav-{key}", href=href(key, first), className="nav-link"),
-                                hidden=key in ("events", "health", "alerts") and not access.can_see_health,
+                                hidden=key in ("events", "install", "health", "alerts") and not access.can_see_health,
                             )
                             for key, label in PAGES.items()
                         ],
@@ -135,6 +138,8 @@ def route(pathname: str | None) -> html.Div:
         return alerts.page() if access.signed_in else alerts.refused()
     if page == "events":
         return live_events.page(access.staff) if access.signed_in else live_events.refused()
+    if page == "install":
+        return install.page() if access.signed_in else install.refused()
     return live.page()
 
 
