@@ -40,10 +40,18 @@ def build() -> Path:
     lock = (SOURCE_DIR / "package-lock.json").read_bytes()
     installed = SOURCE_DIR / "node_modules" / f".footfall-lock-{hashlib.sha256(lock).hexdigest()[:16]}"
     if not installed.exists():
-        _npm("ci", "--no-audit", "--no-fund", "--loglevel=error")
-        installed.touch()
-    _npm("run", "--silent", "build")
+        _install(installed)
+    try:
+        _npm("run", "--silent", "build")
+    except BuildFailed:  # e.g. a node_modules copied from elsewhere, its links broken: install anew, once
+        _install(installed)
+        _npm("run", "--silent", "build")
     return BUILT
+
+
+def _install(stamp: Path) -> None:
+    _npm("ci", "--no-audit", "--no-fund", "--loglevel=error")
+    stamp.touch()
 
 
 def describe(path: Path) -> str:
