@@ -19,6 +19,8 @@ from typing import Any
 
 import redis
 
+from collector.sites import page_host
+
 log = logging.getLogger(__name__)
 
 # Where an event came from: the tracker's beacon (POST /collect), the pixel, the batch API, and
@@ -86,12 +88,12 @@ class Sightings:
         self._written[(site_id, what)] = now
         return True
 
-    def seen(self, site_id: str, source: str, host: str | None) -> None:
-        """An event of ``site_id`` was taken from ``source`` for a page on ``host``."""
+    def seen(self, site_id: str, source: str, url: str | None) -> None:
+        """An event of ``site_id`` was taken from ``source`` for the page ``url``."""
         now = self.clock()
         if not self._due(site_id, source, SEEN_EVERY_S, now):
-            return
-        value = json.dumps({"at_ms": int(now * 1000), "source": source, "host": host})
+            return  # most beacons end here: not even the page's host is worked out
+        value = json.dumps({"at_ms": int(now * 1000), "source": source, "host": page_host(url)})
         try:
             with self.client.pipeline(transaction=False) as pipe:
                 pipe.hsetnx(_key(site_id), "first", value).hset(_key(site_id), "last", value)
@@ -99,13 +101,14 @@ class Sightings:
         except redis.RedisError as exc:
             log.debug("the installation check's record was not written: %s", exc)
 
-    def refused(self, site_id: str, source: str, reason: str, detail: str, host: str | None) -> None:
-        """An event naming ``site_id`` was refused (or dropped: a bot, Do Not Track) for ``reason``."""
+    def refused(self, site_id: str, source: str, reason: str, detail: str, url: str | None) -> None:
+        """An event naming ``site_id`` for the page ``url`` was refused (or dropped: a bot, Do Not
+        Track) for ``reason``."""
         now = self.clock()
         if not self._due(site_id, f"refused:{reason}", REFUSED_EVERY_S, now):
             return
         value = json.dumps({"at_ms": int(now * 1000), "source": source, "reason": reason,
-                            "detail": detail[:300], "host": host})  # fmt: skip
+                            "detail": detail[:300], "host": page_host(url)})  # fmt: skip
         key = f"{_key(site_id)}:refused"
         try:
             with self.client.pipeline(transaction=False) as pipe:

@@ -35,7 +35,6 @@ from collector.beacon import (
 )
 from collector.ingest import Rejected, RequestFacts
 from collector.runtime import get_ingestor
-from collector.sites import page_host
 from collector.tracker_file import TrackerNotBuilt, built_tracker
 from footfall.config import footfall_config
 from footfall.models import ANY_HOST_SCOPE, ApiKey
@@ -140,15 +139,15 @@ def _taken(site_id: str, source: str, url: str | None, result: Accepted) -> None
     """Records an answered event for the site's installation check: seen, or dropped and why."""
     record = get_ingestor().sightings
     if result.status == "ignored":
-        record.refused(site_id, source, result.reason or "ignored", "taken, then dropped", page_host(url))
+        record.refused(site_id, source, result.reason or "ignored", "taken, then dropped", url)
     else:
-        record.seen(site_id, source, page_host(url))
+        record.seen(site_id, source, url)
 
 
 def _refused(site_id: str | None, source: str, url: str | None, exc: BadBeacon | Rejected) -> None:
     """Records a refused event for the installation check of the site it named (if it named one)."""
     if site_id is not None:
-        get_ingestor().sightings.refused(site_id, source, exc.reason, exc.detail, page_host(url))
+        get_ingestor().sightings.refused(site_id, source, exc.reason, exc.detail, url)
 
 
 def _accept(request: HttpRequest, beacon: Beacon, facts: RequestFacts) -> Accepted:

@@ -26,18 +26,18 @@ def test_first_and_last_events_and_refusals(cfg: Config) -> None:
     record = Sightings.at(cfg.redis_url, timeout_s=1.0)
     record.clock = clock
     assert record.read(site).first is None
-    record.seen(site, "tracker", "example.com")
+    record.seen(site, "tracker", "https://example.com/")
     clock.now += 1
-    record.seen(site, "tracker", "www.example.com")  # within SEEN_EVERY_S of the last write: not written
+    record.seen(site, "tracker", "https://www.example.com/")  # within SEEN_EVERY_S of the last write: not written
     clock.now += SEEN_EVERY_S
-    record.seen(site, "middleware", "app.example.com")
+    record.seen(site, "middleware", "https://app.example.com/a?b=c")
     seen = record.read(site)
     assert (seen.first.source, seen.first.host, seen.first.at_ms) == ("tracker", "example.com", 1_800_000_000_000)
     assert (seen.last.source, seen.last.host) == ("middleware", "app.example.com")
 
     for n in range(KEEP_REFUSED + 5):
         clock.now += 1.5
-        record.refused(site, "tracker", "page_host_not_allowed", f"refusal {n}", "copycat.example.net")
+        record.refused(site, "tracker", "page_host_not_allowed", f"refusal {n}", "https://copycat.example.net/x")
         record.refused(site, "tracker", "page_host_not_allowed", "the same second: not written", None)
     refused = record.read(site).refused
     assert len(refused) == KEEP_REFUSED
@@ -48,7 +48,7 @@ def test_first_and_last_events_and_refusals(cfg: Config) -> None:
 def test_a_redis_that_does_not_answer_fails_no_beacon() -> None:
     record = Sightings.at(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.2)  # nothing listens there
     started = time.monotonic()
-    record.seen("any-site", "tracker", "example.com")
+    record.seen("any-site", "tracker", "https://example.com/")
     record.refused("any-site", "pixel", "bot", "taken, then dropped", None)
     assert time.monotonic() - started < 1.0
     with pytest.raises(Unreadable, match="cannot be read right now"):
