@@ -41,6 +41,8 @@ def _columns(data: Any) -> list[str]:
         return ["t", str(data.get("metric", "value")), "source"]
     if isinstance(data, dict) and isinstance(data.get("metrics"), list):
         return ["value", *data["metrics"]]
+    if isinstance(data, dict) and "property" in data:  # an event's property values
+        return ["value", "events", "visitors"]
     return []
 
 
