@@ -33,7 +33,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from footfall.config import footfall_config
-from footfall.models import ApiKey
+from footfall.models import EXPORT_SCOPE, ApiKey
 
 if TYPE_CHECKING:
     # Annotations only: DRF imports this module (DEFAULT_AUTHENTICATION_CLASSES) while it is
@@ -90,7 +90,9 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 
 class SiteReadAccess(BasePermission):
-    """A live key with the ``read`` scope, for the site named in the URL."""
+    """A live key with the ``read`` scope (:attr:`scope`), for the site named in the URL."""
+
+    scope = "read"
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         key = request.auth
@@ -98,9 +100,15 @@ class SiteReadAccess(BasePermission):
             return False  # DRF answers 401 with the WWW-Authenticate header above
         if key.site_id != view.kwargs.get("site_id"):
             raise Http404("no such site")
-        if "read" not in key.scopes:
-            raise PermissionDenied("this API key has no read scope")
+        if self.scope not in key.scopes:
+            raise PermissionDenied(f"this API key has no {self.scope} scope")
         return True
+
+
+class SiteExportAccess(SiteReadAccess):
+    """A live key with the ``export`` scope, for the site named in the URL."""
+
+    scope = EXPORT_SCOPE
 
 
 @cache

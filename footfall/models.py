@@ -27,7 +27,10 @@ from footfall_capture.salt_days import SALT_POLICIES
 ANY_HOST_SCOPE = "ingest:any-host"
 # manage lets a key create and delete the site's goals and funnels through the API.
 MANAGE_SCOPE = "manage"
-SCOPES = ("read", "ingest", ANY_HOST_SCOPE, MANAGE_SCOPE)
+# export lets a key download the site's raw events (GET /api/v1/sites/<site>/export): every
+# event in full, more than read's aggregates, so it is a scope of its own.
+EXPORT_SCOPE = "export"
+SCOPES = ("read", "ingest", ANY_HOST_SCOPE, MANAGE_SCOPE, EXPORT_SCOPE)
 KEY_KIND = "ff"  # API keys read ff_<prefix>_<random> (footfall.tokens)
 
 

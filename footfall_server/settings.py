@@ -1,8 +1,8 @@
 """Django settings for Footfall: a thin mapping of :mod:`footfall.config` onto Django names.
 
-Nothing here reads ``os.environ`` directly; every value comes from the validated
-:class:`footfall.config.Config`, so a bad variable stops the process at start with a
-message that names it.
+Nothing here reads ``os.environ`` directly (it sets one default: Arrow's allocator); every
+value comes from the validated :class:`footfall.config.Config`, so a bad variable stops the
+process at start with a message that names it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,12 @@ from django.core.exceptions import ImproperlyConfigured
 
 from footfall.config import ConfigError, load_config
 from footfall_server.celery_schedule import SCHEDULE
+
+# Arrow allocates from jemalloc in Footfall's processes, which hands freed memory back to the
+# system; pyarrow's default here, mimalloc, keeps it per thread, so a web process that had
+# streamed an export held on to its peak for good. pyarrow reads this when it first allocates
+# (after this module); an operator's own value wins.
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # A checkout keeps its local data in ./var; an installed package (no manage.py beside it)

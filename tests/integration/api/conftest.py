@@ -30,7 +30,8 @@ def make_site(tz: str = "America/New_York", scopes: tuple[str, ...] = ("read",))
 
 @pytest.fixture
 def site_key(db: None) -> SiteKey:
-    return make_site()
+    """A key that may read and export: every GET endpoint of the site answers it."""
+    return make_site(scopes=("read", "export"))
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import datetime as dt
+import io
 import signal
 import subprocess
 import time
@@ -20,22 +22,25 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pymongo
 import pytest
+from django.test import Client
 from pyspark.sql import SparkSession
 
 from archive.schema import partition_path, to_row
 from archive.store import Archive, ArchiveRow, _dedupe, read_event_ids
 from footfall.config import Config
 from footfall.demo import DemoTraffic
-from footfall.models import Site
+from footfall.models import ApiKey, Site
 from footfall_capture.events import Event, encode
 from historical import tasks
 from historical.rollups import run_rollup
-from historical.store import documents
+from historical.store import DAILY, documents
+from query import raw_export
 from realtime.health import consumer_lag
 from tests.integration.batch.test_rollup_e2e import GOALS, TZ, assert_matches_truth, two_days_of_traffic
 from tests.integration.kafka_tail import produce
@@ -128,7 +133,12 @@ def two_databases(cfg: Config) -> list[str]:
 
 @pytest.mark.django_db
 def test_rollup_reads_the_same_figures_from_s3_as_from_a_local_archive(
-    s3_cfg: Config, tmp_path: Path, two_databases: list[str], spark: SparkSession, spark_cluster: str
+    s3_cfg: Config,
+    tmp_path: Path,
+    two_databases: list[str],
+    spark: SparkSession,
+    spark_cluster: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     site = f"s3r-{uuid.uuid4().hex[:8]}"
     Site.objects.create(site_id=site, name="S3", domains=["demo.footfall.local"], timezone=TZ)
@@ -154,3 +164,19 @@ def test_rollup_reads_the_same_figures_from_s3_as_from_a_local_archive(
         client.close()
     assert from_s3 == from_local
     assert_matches_truth(on_s3, site, events, days, GOALS)
+
+    # The export of the S3 archive (the API, a key with the export scope) is what the rollup counted.
+    _, key = ApiKey.issue(Site.objects.get(site_id=site), "leaving", ["export"])
+    monkeypatch.setattr(raw_export, "footfall_config", lambda: on_s3)
+    end = str(last + dt.timedelta(days=1))
+    answer = Client().get(f"/api/v1/sites/{site}/export", {"from": days[0], "to": end, "format": "csv"},
+                          HTTP_AUTHORIZATION=f"Bearer {key}")  # fmt: skip
+    assert answer.status_code == 200
+    assert answer["Content-Disposition"] == f'attachment; filename="footfall-{site}-{days[0]}-{end}.csv"'
+    rows = list(csv.DictReader(io.StringIO(b"".join(answer.streaming_content).decode())))
+    assert len(rows) == len({e.event_id for e in events})  # every event once: the 150 duplicates left out
+    counted = Counter(
+        dt.datetime.fromtimestamp(int(r["ts"]) / 1000, ZoneInfo(TZ)).date().isoformat()
+        for r in rows if r["type"] == "pageview" and r["is_bot"] != "true"
+    )  # fmt: skip
+    assert counted == {doc["day"]: doc["pageviews"] for doc in from_s3[DAILY]}
