@@ -21,12 +21,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from archive.export_formats import FORMATS
 from archive.schema import ARROW_SCHEMA, date_folder
 from archive.store import Archive
 
-FORMATS = ("parquet", "csv", "jsonl")
-CONTENT_TYPES = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv; charset=utf-8",
-                 "jsonl": "application/x-ndjson"}  # fmt: skip
 # The archive's event columns, without the Kafka provenance and the raw copy (JSON lines carry that).
 _LEFT_OUT = ("raw", "kafka_partition", "kafka_offset")
 EXPORT_SCHEMA = pa.schema([pa.field("site_id", pa.string()), *(f for f in ARROW_SCHEMA if f.name not in _LEFT_OUT)])

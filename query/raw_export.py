@@ -6,8 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 
-from archive.export import CONTENT_TYPES, FORMATS, export
-from archive.store import Archive
+from archive.export_formats import CONTENT_TYPES, FORMATS
 from footfall.config import footfall_config
 from query.params import Range
 
@@ -22,6 +21,10 @@ def _ms(moment: dt.datetime) -> int:
 
 def pieces(site_id: str, rng: Range, fmt: str) -> Iterator[bytes]:
     """The export of ``site_id``'s events with ``rng.start <= ts < rng.end`` in ``fmt``, a piece at a time."""
+    # Imported here: pyarrow loads in the web process that runs an export, not in every one.
+    from archive.export import export
+    from archive.store import Archive
+
     archive = Archive.from_config(footfall_config())
     return export(archive, site_id, _ms(rng.start), _ms(rng.end), fmt)
 

@@ -1,6 +1,6 @@
 """A web process loads neither matplotlib nor pyarrow: after serving the collector, the API's
 reads, the health check and the dashboard's sign-in page, a fresh process has imported neither
-(report mail and the realtime workers import them where they use them)."""
+(report mail, the realtime workers and a raw export import them where they use them)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ statuses = {
     "realtime": api.get(f"/api/v1/sites/{site}/realtime").status_code,
     "breakdown": api.get(f"/api/v1/sites/{site}/breakdown/pages").status_code,
     "channels": api.get(f"/api/v1/sites/{site}/alerts/channels").status_code,
+    "export refused": api.get(f"/api/v1/sites/{site}/export").status_code,
     "health": Client().get("/api/v1/health").status_code,
     "sign-in page": Client().get("/dashboard/login/").status_code,
     "unsubscribe": Client().get("/alerts/unsubscribe/not-a-token").status_code,
@@ -54,6 +55,8 @@ def test_a_web_process_serves_without_matplotlib_or_pyarrow() -> None:
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     answer = json.loads(run.stdout.strip().splitlines()[-1])
-    assert answer["statuses"] == {"collect": 202, "timeseries": 200, "realtime": 200, "breakdown": 200,
-                                  "channels": 200, "health": 200, "sign-in page": 200, "unsubscribe": 400}  # fmt: skip
+    assert answer["statuses"] == {
+        "collect": 202, "timeseries": 200, "realtime": 200, "breakdown": 200, "channels": 200, "export refused": 403,
+        "health": 200, "sign-in page": 200, "unsubscribe": 400,
+    }  # fmt: skip
     assert answer["loaded"] == dict.fromkeys(HEAVY, False)
