@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import msgspec
 
 from collector.beacon import BadBeacon, Beacon
+from footfall_capture.events import UserAgent
 
 # Apache/nginx "combined": host ident user [time] "request" status bytes "referer" "agent"
 COMBINED = re.compile(
@@ -28,12 +29,23 @@ STATIC_SUFFIXES = (
 
 
 @dataclass(frozen=True, slots=True)
+class Given:
+    """What an export's source worked out already (browser, OS, device, bot flag; country),
+    kept as it is rather than derived again from an address and a User-Agent it lacks."""
+
+    ua: UserAgent | None
+    country: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
-    """One importable event: the beacon, and the client facts the log kept."""
+    """One importable event: the beacon, and the client facts the log kept (or, from an
+    export, what its source worked out: ``given``)."""
 
     beacon: Beacon
     ip: str | None
     user_agent: str
+    given: Given | None = None
 
 
 def line_event_id(site_id: str, line: str) -> str:

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import redis
 
 from collector.beacon import BadBeacon, Beacon, to_draft
+from collector.importing import Given
 from collector.ratelimit import RateLimiter
 from collector.sightings import Sightings
 from collector.sites import SiteInfo, SiteRegistry, page_host
 from footfall.config import Config
-from footfall_capture.accept import Accepted, accept
+from footfall_capture.accept import Accepted, Sink, accept
 from footfall_capture.enrich.pipeline import SiteContext
-from footfall_capture.enrich.steps import warm_up
+from footfall_capture.enrich.steps import DEFAULT_STEPS, IMPORTED_STEPS, warm_up
 from footfall_capture.enrich.visitor import site_salt
 from footfall_capture.events import InvalidEvent
 from footfall_capture.salt_days import SaltUnavailable, salt_day
@@ -118,6 +119,8 @@ class Ingestor:
         site: SiteInfo | None = None,
         any_host: bool = False,
         url_required: bool = True,
+        given: Given | None = None,
+        sink: Sink | None = None,
     ) -> Accepted:
         """Enrich and deliver one beacon; raise :class:`Rejected` or :class:`~collector.beacon.BadBeacon`.
 
@@ -134,6 +137,8 @@ class Ingestor:
         draft = to_draft(
             beacon, now_ms=now_ms, ip=facts.ip, user_agent=facts.user_agent, dnt=facts.dnt, ts_window=ts_window
         )
+        if given is not None:
+            draft.ua, draft.country = given.ua, given.country
         try:
             salt = self.salts.salt(salt_day(draft.ts, site.salt_policy, site.timezone))
         except SaltUnavailable as exc:
@@ -147,7 +152,7 @@ class Ingestor:
             query_params=site.query_params,
         )
         try:
-            return accept(draft, ctx, self.sink)
+            return accept(draft, ctx, sink or self.sink, DEFAULT_STEPS if given is None else IMPORTED_STEPS)
         except InvalidEvent as exc:  # e.g. a page view whose URL is javascript:… (400, not 500)
             raise BadBeacon(exc.reason, exc.detail) from None
         except SinkUnavailable as exc:

@@ -9,12 +9,13 @@ its reason, whichever path it came from.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 import msgspec
 
-from footfall_capture.enrich.pipeline import Draft, Drop, SiteContext, enrich
+from footfall_capture.enrich.pipeline import Draft, Drop, SiteContext, Step, enrich
 from footfall_capture.enrich.steps import DEFAULT_STEPS
 from footfall_capture.events import Event, InvalidEvent, encode, event_key
 
@@ -30,6 +31,16 @@ class Sink(Protocol):
     def send_invalid(self, data: bytes, error: InvalidEvent) -> None:
         """Record an event that failed validation, with its reason (best effort)."""
         ...
+
+
+class NullSink:
+    """A sink that takes every event and keeps none: for checking events without sending them."""
+
+    def send_raw(self, data: bytes, key: bytes) -> str:
+        return "queued"
+
+    def send_invalid(self, data: bytes, error: InvalidEvent) -> None:
+        pass
 
 
 @dataclass
@@ -55,14 +66,15 @@ class Accepted(NamedTuple):
     reason: str | None = None  # why an ignored event was dropped (a DropReason value)
 
 
-def accept(draft: Draft, ctx: SiteContext, sink: Sink) -> Accepted:
-    """Enrich ``draft`` for the site ``ctx`` describes, validate the event and send it to ``sink``.
+def accept(draft: Draft, ctx: SiteContext, sink: Sink, steps: Sequence[Step] = DEFAULT_STEPS) -> Accepted:
+    """Enrich ``draft`` for the site ``ctx`` describes (``steps``: the default ones, or
+    ``IMPORTED_STEPS`` for an export's events), validate the event and send it to ``sink``.
 
     A draft a step drops is ``"ignored"`` with the reason. An invalid event is recorded with
     ``sink.send_invalid`` and then raised as :class:`InvalidEvent`; the sink's
     ``SinkUnavailable`` propagates."""
     try:
-        event = enrich(draft, ctx, DEFAULT_STEPS)
+        event = enrich(draft, ctx, steps)
         data = encode(event)
     except Drop as drop:
         return Accepted("ignored", draft.event_id, drop.reason.value)

@@ -42,6 +42,10 @@ DEFAULT_STEPS: Final[tuple[Step, ...]] = (
     geolocate,
     assign_visitor_id,
 )
+# Events another product (or a Footfall export) enriched already: their browser, OS, device, bot
+# flag, country and visitor id are kept as given, for there is no address or User-Agent to derive
+# them from; the page URL and the referrer are read again, under the importing site's own rules.
+IMPORTED_STEPS: Final[tuple[Step, ...]] = (parse_utm, canonicalize_url, classify_referrer, assign_visitor_id)
 
 
 def warm_up() -> None:
