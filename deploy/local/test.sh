@@ -31,7 +31,7 @@ export FOOTFALL_MINIO_PORT=${FOOTFALL_TEST_MINIO_PORT:-29000}
 # does the collector's capacity test (tests/integration/collector), which stops its stack's
 # Mongo and Redis for seconds each and starts them again before the next test.
 SECOND_STACK_TESTS=(tests/reliability tests/integration/cluster tests/integration/archive_s3
-                    tests/integration/packaging/test_host_package.py)
+                    tests/integration/packaging/test_host_package.py tests/integration/batch/test_moving_data.py)
 second_dir="$FOOTFALL_STATE_DIR/second-stack"
 on_second_stack() {
   ( export FOOTFALL_STATE_DIR="$second_dir" FOOTFALL_KAFKA_PORT=$((FOOTFALL_KAFKA_PORT + 100)) \
