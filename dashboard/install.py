@@ -71,13 +71,14 @@ def refresh(_tick: int | None, site_id: str | None) -> tuple:
     now_ms = int(time.time() * 1000)
     if check.unreadable:
         seen: object = html.P(check.unreadable, className="alert", id="install-unreadable")
-    elif check.sightings is None or check.sightings.first is None or check.sightings.last is None:
+    elif check.events is None:
         seen = html.P(NO_EVENT_YET, id="install-no-event", className="empty-note")
     else:
+        first, last = check.events
         seen = html.Ul(
             [
-                html.Li(sighting_line("First event", check.sightings.first, now_ms), id="install-first"),
-                html.Li(sighting_line("Last event", check.sightings.last, now_ms), id="install-last"),
+                html.Li(sighting_line("First event", first, now_ms), id="install-first"),
+                html.Li(sighting_line("Last event", last, now_ms), id="install-last"),
             ]
         )
     rows = [html.Li(refusal_line(r, now_ms)) for r in (check.sightings.refused if check.sightings else [])]

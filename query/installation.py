@@ -43,8 +43,16 @@ class Installation:
     unreadable: str | None = None
 
     @property
+    def events(self) -> tuple[Sighting, Sighting] | None:
+        """The first and the last event taken for the site; None while there is none (or no record)."""
+        seen = self.sightings
+        if seen is None or seen.first is None or seen.last is None:
+            return None
+        return seen.first, seen.last
+
+    @property
     def receiving(self) -> bool:
-        return self.sightings is not None and self.sightings.last is not None
+        return self.events is not None
 
 
 @cache
@@ -93,12 +101,12 @@ def report(check: Installation, now_ms: int) -> list[str]:
     lines = [f"Site {check.site_id}"]
     if check.unreadable:
         lines.append(f"Events: unknown, {check.unreadable}")
-    elif check.sightings is None or check.sightings.last is None:
+    elif check.events is None:
         lines.append(NO_EVENT_YET)
     else:
-        assert check.sightings.first is not None
-        lines.append(sighting_line("First event", check.sightings.first, now_ms))
-        lines.append(sighting_line("Last event", check.sightings.last, now_ms))
+        first, last = check.events
+        lines.append(sighting_line("First event", first, now_ms))
+        lines.append(sighting_line("Last event", last, now_ms))
     refused = check.sightings.refused if check.sightings else []
     lines.append("Refused lately: none" if not refused else "Refused lately (newest first):")
     lines += [f"  {refusal_line(r, now_ms)}" for r in refused]
