@@ -79,6 +79,21 @@ def unit_command(unit: str, port: int) -> list[str]:
     return argv
 
 
+def behind_the_proxy(topic: str, **settings: str) -> dict[str, str]:
+    """The environment of a server deployed behind the shipped nginx (one trusted proxy), on the
+    tests' database, writing to ``topic``, with ``settings`` besides."""
+    return {
+        **os.environ,
+        "FOOTFALL_ENV": "production",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": SERVER_NAME,
+        "FOOTFALL_TRUSTED_PROXIES": "1",
+        "DATABASE_URL": f"sqlite:///{django_settings.DATABASES['default']['NAME']}",  # the tests' database
+        "FOOTFALL_EVENTS_TOPIC": topic,
+        **settings,
+    }
+
+
 @contextlib.contextmanager
 def running(argv: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
     with log.open("a") as out:
@@ -108,19 +123,9 @@ def deployment(cfg: Config, tmp_path: Path) -> Iterator[Deployment]:
     ports = Ports(https=free_port(), http=free_port(), web=free_port(), collector=free_port())
     conf = proxy_config(tmp_path / "proxy", ports)
     with fresh_topic(cfg, prefix="cap") as topic:
-        env = {
-            **os.environ,
-            "FOOTFALL_ENV": "production",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": SERVER_NAME,
-            "FOOTFALL_TRUSTED_PROXIES": "1",
-            "DATABASE_URL": f"sqlite:///{django_settings.DATABASES['default']['NAME']}",  # the tests' database
-            "FOOTFALL_EVENTS_TOPIC": topic,
-            # Every beacon comes from one address and every read with one key: no per-client limits.
-            "FOOTFALL_CLIENT_RATE": "100000",
-            "FOOTFALL_CLIENT_BURST": "100000",
-            "FOOTFALL_API_RATE_PER_MINUTE": "1000000",
-        }
+        # Every beacon comes from one address and every read with one key: no per-client limits.
+        env = behind_the_proxy(topic, FOOTFALL_CLIENT_RATE="100000", FOOTFALL_CLIENT_BURST="100000",
+                               FOOTFALL_API_RATE_PER_MINUTE="1000000")  # fmt: skip
         with (
             running(unit_command("footfall-web.service", ports.web), tmp_path / "web.log", env),
             running(unit_command("footfall-collector.service", ports.collector), tmp_path / "collector.log", env),

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import secrets
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,10 +21,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.conf import settings as django_settings
 
 from footfall.config import Config
-from tests.integration.collector.test_collect_capacity import running, unit_command
+from tests.integration.collector.test_collect_capacity import behind_the_proxy, running, unit_command
 from tests.ports import free_port
 from tests.proxy import SERVER_NAME, Ports, nginx_binary, proxy_config, site_forwarding_config
 from tests.reliability.faults import fresh_topic, topic_events, wait_for
@@ -61,18 +58,8 @@ def served(cfg: Config, tmp_path: Path) -> Iterator[Served]:
     site_conf = site_forwarding_config(tmp_path / "site-proxy", site_port, ports.https, certificate)
     nginx = str(nginx_binary())
     with fresh_topic(cfg, prefix="fwd") as topic:
-        env = {
-            **os.environ,
-            "FOOTFALL_ENV": "production",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": SERVER_NAME,
-            "FOOTFALL_TRUSTED_PROXIES": "1",
-            "FOOTFALL_FORWARDING_PROXIES": "127.0.0.1/32",
-            "FOOTFALL_TRACKER_PATH": TRACKER,
-            "FOOTFALL_COLLECT_PATH": COLLECT,
-            "DATABASE_URL": f"sqlite:///{django_settings.DATABASES['default']['NAME']}",  # the tests' database
-            "FOOTFALL_EVENTS_TOPIC": topic,
-        }
+        env = behind_the_proxy(topic, FOOTFALL_FORWARDING_PROXIES="127.0.0.1/32", FOOTFALL_TRACKER_PATH=TRACKER,
+                               FOOTFALL_COLLECT_PATH=COLLECT)  # fmt: skip
         with (
             running(unit_command("footfall-collector.service", collector), tmp_path / "collector.log", env),
             running([nginx, "-p", str(footfall_conf.parent), "-c", str(footfall_conf), "-g", "daemon off;"],
