@@ -18,6 +18,14 @@ writes nothing, and the worker re-reads the records and seeks back to them. Kafk
 committed offsets only say where a group stands for lag and for a shard that lost its data
 (then ``rebuild_realtime`` restores it).
 
+A step moves a record across every message between it and the batch's end, so the worker
+takes a partition's messages only in sequence from where it last assigned or sought it: the
+consumer may still hand out messages fetched before a rebalance or a seek (an assignment is
+applied by librdkafka's own thread after the callback returns), and one counted past a gap
+would leave the messages of the gap uncounted on that shard for good. Those are left out; a
+partition that skips ahead is sought back to where the worker stands, and a gap that is still
+there after that seek is a real one (retention deleted the messages): it is logged and passed.
+
 Invalid messages go to the invalid-events topic with a ``reason`` header (flushed before
 their offsets are recorded) and never reach the counters; so do events from the future
 beyond a small clock skew. A retried beacon repeats its event id and visitor, so it reaches
@@ -148,6 +156,11 @@ class RealtimeWorker:
         # Per shard, the next offset it records per "topic:partition" (None: no record).
         self._expected: list[dict[str, int | None]] = [{} for _ in store.shards]
         self._done: dict[int, int] = {}  # partition -> next offset once every shard has its batch
+        # Per assigned partition, the next offset the worker reads (None: the first the consumer
+        # gives, when no shard records one); and where it sought one back that skipped ahead.
+        self._positions: dict[int, int | None] = {}
+        self._gaps: dict[int, int] = {}  # partition -> the offset the consumer skipped ahead to
+        self._left_out = 0  # messages of the current batch out of sequence
         self._committed: dict[int, int] = {}
         self._last_commit = time.monotonic()
         # One writer thread per shard: a batch's Redis steps run while the next batch is
@@ -221,6 +234,8 @@ class RealtimeWorker:
             start = starts[tp.partition]
             assigned.append(TopicPartition(tp.topic, tp.partition, start if start is not None else OFFSET_STORED))
             self._done.pop(tp.partition, None)
+            self._gaps.pop(tp.partition, None)
+            self._positions[tp.partition] = start
             if start is not None:
                 self._done[tp.partition] = start
         consumer.assign(assigned)
@@ -241,6 +256,8 @@ class RealtimeWorker:
         for tp in partitions:
             self._done.pop(tp.partition, None)
             self._committed.pop(tp.partition, None)
+            self._positions.pop(tp.partition, None)
+            self._gaps.pop(tp.partition, None)
 
     def _commit(self, asynchronous: bool) -> None:
         pending = [TopicPartition(self.topic, p, o) for p, o in self._done.items() if self._committed.get(p) != o]
@@ -263,13 +280,17 @@ class RealtimeWorker:
         parts: list[list[Event]] = [[] for _ in range(shards)]
         following: dict[int, int] = {}
         invalid: list[tuple[Message, str]] = []
-        expected = self._expected
+        expected, positions = self._expected, self._positions
+        sought: set[int] = set()  # partitions sought back in this batch
         for message in messages:
             if (error := message.error()) is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
                     raise KafkaException(error)
                 continue
             partition, offset = message.partition(), message.offset()
+            if offset != positions.get(partition, -1) and not self._in_sequence(partition, offset, sought):
+                continue
+            positions[partition] = offset + 1
             following[partition] = offset + 1
             try:
                 event = decode(message.value())
@@ -283,6 +304,11 @@ class RealtimeWorker:
             recorded = expected[shard].get(self._field(partition))
             if recorded is None or offset >= recorded:  # else this shard counted it already
                 parts[shard].append(event)
+        if self._left_out:
+            log.info("left out %d messages fetched before a rebalance or a seek", self._left_out)
+            self._left_out = 0
+        for partition in [p for p, skipped_to in self._gaps.items() if (positions.get(p) or -1) > skipped_to]:
+            del self._gaps[partition]  # read up to where it skipped: that was no gap
         if not following:
             return
         steps: list[Prepared] = []
@@ -337,6 +363,30 @@ class RealtimeWorker:
             self.on_batch(received, duplicates)
         return True
 
+    def _in_sequence(self, partition: int, offset: int, sought: set[int]) -> bool:
+        """Whether a message that is not at its partition's position is taken: the first of a
+        partition assigned without a position, or the first past a gap that a seek confirmed
+        (the batch after the seek starts at the same offset). A partition that skips ahead is
+        otherwise sought back to its position, once per batch (``sought``)."""
+        position = self._positions.get(partition, -1)
+        if position is None:
+            return True
+        self._left_out += 1
+        if position == -1 or offset < position:  # fetched before a revoke, an assignment or a seek
+            return False
+        if partition in sought:
+            return False
+        if self._gaps.get(partition) == offset:
+            log.warning("partition %d has no messages %d to %d (deleted): passing on", partition, position, offset - 1)
+            del self._gaps[partition]
+            self._left_out -= 1
+            return True
+        log.info("partition %d skipped ahead from %d to %d: seeking back", partition, position, offset)
+        self._gaps[partition] = offset
+        sought.add(partition)
+        self.consumer.seek(TopicPartition(self.topic, partition, position))
+        return False
+
     def _leave_out_recent(self, events: list[Event], now: int) -> tuple[list[Event], list[bytes] | None, int]:
         """Leave out the events this worker counted lately, and remember the rest as counted
         (their step is sent next; if it fails, the memory is cleared). Returns the events
@@ -357,6 +407,8 @@ class RealtimeWorker:
             target = start if start is not None else self._done.get(partition)
             if target is not None:
                 self.consumer.seek(TopicPartition(self.topic, partition, target))
+                self._positions[partition] = target
+                self._gaps.pop(partition, None)
 
     def _send_invalid(self, invalid: list[tuple[Message, str]]) -> None:
         """To the invalid-events topic, flushed before the batch's offsets are recorded; counted
