@@ -28,17 +28,10 @@ from collector.imported_formats import (
     parse_umami,
 )
 from collector.importing import Record
+from footfall.file_problem import FileProblem
 
 FORMATS = ("umami", "goatcounter", "footfall")
 Rows = Iterator[tuple[int, Record]]
-
-
-class FileProblem(ValueError):
-    """Why ``path`` cannot be imported, at ``line`` (None: the file) and ``column``."""
-
-    def __init__(self, path: Path, line: int | None, column: str | None, message: str) -> None:
-        where = ":".join(str(part) for part in (path.name, line) if part is not None)
-        super().__init__(f"{where}{f', column {column}' if column else ''}: {message}")
 
 
 def records(

@@ -32,10 +32,11 @@ from tqdm import tqdm
 
 from collector.beacon import BadBeacon
 from collector.import_files import FORMATS as FILE_FORMATS
-from collector.import_files import FileProblem, records
+from collector.import_files import records
 from collector.importing import Record, parse_combined, parse_jsonl
 from collector.ingest import Rejected, RequestFacts
 from collector.runtime import get_ingestor
+from footfall.file_problem import FileProblem
 from footfall_capture.accept import NullSink, Sink
 
 FUTURE_SKEW_MS = 5 * 60 * 1000

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from collector.import_files import FileProblem, records
+from collector.import_files import records
 from collector.imported_formats import BadRow, parse_export_row, parse_goatcounter, parse_umami
+from footfall.file_problem import FileProblem
 
 UMAMI_HEADER = ["event_id", "website_id", "session_id", "visit_id", "created_at", "url_path", "url_query",
                 "page_title", "hostname", "referrer_path", "referrer_query", "referrer_domain", "event_type",
