@@ -55,34 +55,20 @@ def table_csv(table: str, rows: Sequence[Mapping[str, object]], columns: Sequenc
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([row.get(column, "" if column in TEXT else 0) for column in columns])
+        writer.writerow([row.get(column, 0 if column in COUNTS else "") for column in columns])
     return out.getvalue()
 
 
-TEXT = {
-    "date",
-    "hostname",
-    "page",
-    "entry_page",
-    "exit_page",
-    "source",
-    "referrer",
-    "utm_source",
-    "utm_medium",
-    "utm_campaign",
-    "utm_content",
-    "utm_term",
-    "country",
-    "region",
-    "device",
-    "browser",
-    "browser_version",
-    "operating_system",
-    "operating_system_version",
-    "name",
-    "link_url",
-    "path",
-    "scroll_depth",
+COUNTS = {
+    "visitors",
+    "pageviews",
+    "bounces",
+    "visits",
+    "visit_duration",
+    "entrances",
+    "exits",
+    "events",
+    "pageleave_visitors",
 }
 
 

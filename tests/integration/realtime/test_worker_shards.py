@@ -15,7 +15,7 @@ from footfall.demo import DemoTraffic
 from footfall_capture.events import encode
 from realtime.consumer import RealtimeWorker, RecentlyCounted
 from realtime.reads import RealtimeQueries
-from realtime.store import APPLY
+from realtime.store import APPLY, CounterStore
 from tests.integration.realtime.conftest import shard_urls, sharded_store
 
 
@@ -59,19 +59,39 @@ class Consumer:
         pass
 
 
+@dataclass
+class Setup:
+    """A worker over the stack's shards, a stand-in consumer and a partition's log of page views."""
+
+    store: CounterStore
+    site: str
+    topic: str
+    now: int
+    log: list[Message]
+    consumer: Consumer
+    worker: RealtimeWorker
+    partition: list[TopicPartition]
+
+
+def set_up(cfg: Config, messages: int, seed: int) -> Setup:
+    store = sharded_store(cfg)
+    site, topic = f"ws-{uuid.uuid4().hex[:8]}", f"ws-{uuid.uuid4().hex[:8]}"
+    now = int(time.time() * 1000)
+    gen = DemoTraffic(site_id=site, visitors=200, seed=seed)
+    log = [Message(0, offset, encode(gen.event(now - 60_000 + offset))) for offset in range(messages)]
+    consumer = Consumer()
+    worker = RealtimeWorker(consumer, None, store, topic, "unused", f"g-{topic}", recent=RecentlyCounted())
+    return Setup(store, site, topic, now, log, consumer, worker, [TopicPartition(topic, 0)])
+
+
 def test_a_shard_back_older_than_a_rebalance_is_counted_again(cfg: Config) -> None:
     """A worker counts two batches; the shard holding part of them comes back with the state of
     the first only (an append-only file that lost its last second) while the partition is
     revoked and assigned again. The worker resumes from that shard's record and counts the
     second batch's events on it again: its memory of counted ids must not leave them out."""
-    store = sharded_store(cfg)
-    site, topic = f"ws-{uuid.uuid4().hex[:8]}", f"ws-{uuid.uuid4().hex[:8]}"
-    now = int(time.time() * 1000)
-    gen = DemoTraffic(site_id=site, visitors=200, seed=12)
-    log = [Message(0, offset, encode(gen.event(now - 60_000 + offset))) for offset in range(200)]
-    consumer = Consumer()
-    worker = RealtimeWorker(consumer, None, store, topic, "unused", f"g-{topic}", recent=RecentlyCounted())
-    partition = [TopicPartition(topic, 0)]
+    up = set_up(cfg, 200, seed=12)
+    store, site, topic, now, log = up.store, up.site, up.topic, up.now, up.log
+    consumer, worker, partition = up.consumer, up.worker, up.partition
     worker._on_assign(consumer, partition)
     worker._process(log[:100])
     worker._finish_pending()
@@ -108,14 +128,9 @@ def test_messages_out_of_sequence_are_left_out_and_a_real_gap_is_passed(cfg: Con
     counted, they would move the records over messages never counted. The worker leaves them
     out and seeks the partition back; a gap still there after that seek (messages deleted by
     retention) is passed."""
-    store = sharded_store(cfg)
-    site, topic = f"wq-{uuid.uuid4().hex[:8]}", f"wq-{uuid.uuid4().hex[:8]}"
-    now = int(time.time() * 1000)
-    gen = DemoTraffic(site_id=site, visitors=200, seed=13)
-    log = [Message(0, offset, encode(gen.event(now - 60_000 + offset))) for offset in range(300)]
-    consumer = Consumer()
-    worker = RealtimeWorker(consumer, None, store, topic, "unused", f"g-{topic}", recent=RecentlyCounted())
-    partition = [TopicPartition(topic, 0)]
+    up = set_up(cfg, 300, seed=13)
+    store, site, topic, now, log = up.store, up.site, up.topic, up.now, up.log
+    consumer, worker, partition = up.consumer, up.worker, up.partition
 
     def records() -> list[int]:
         return [record[f"{topic}:0"] for record in store.recorded_offsets(worker.group)]
