@@ -95,7 +95,8 @@ export FOOTFALL_SPARK_SHUFFLE_PARTITIONS=${FOOTFALL_SPARK_SHUFFLE_PARTITIONS:-4}
 pure=0
 if [ "$#" -eq 0 ]; then
   pure_log="$FOOTFALL_STATE_DIR/pure-tests.log"
-  nice -n 10 "$py" -m pytest -m "not integration" -n 2 >"$pure_log" 2>&1 &
+  nice -n 10 "$py" -m pytest -m "not integration" -n 2 --basetemp "$FOOTFALL_STATE_DIR/pure-pytest" \
+    >"$pure_log" 2>&1 &
   pure_job=$!
 fi
 
