@@ -31,8 +31,7 @@ export FOOTFALL_MINIO_PORT=${FOOTFALL_TEST_MINIO_PORT:-29000}
 # does the collector's capacity test (tests/integration/collector), which stops its stack's
 # Mongo and Redis for seconds each and starts them again before the next test.
 SECOND_STACK_TESTS=(tests/reliability tests/integration/cluster tests/integration/archive_s3
-                    tests/integration/packaging/test_host_package.py tests/integration/batch/test_moving_data.py
-                    tests/integration/batch/test_archive_lock.py)
+                    tests/integration/packaging/test_host_package.py tests/integration/batch/test_moving_data.py)
 second_dir="$FOOTFALL_STATE_DIR/second-stack"
 on_second_stack() {
   ( export FOOTFALL_STATE_DIR="$second_dir" FOOTFALL_KAFKA_PORT=$((FOOTFALL_KAFKA_PORT + 100)) \
@@ -47,10 +46,8 @@ cleanup() {
   status=$?
   # A start still running in the background (a check failed early) ends before the stop.
   [ -z "${services:-}" ] || { pkill -P "$services" 2>/dev/null; kill "$services" 2>/dev/null; wait "$services" 2>/dev/null; } || true
-  # So do the pure tier and the second half of the tests (the run was interrupted).
-  for job in "${pure_job:-}" "${second:-}"; do
-    [ -z "$job" ] || { pkill -P "$job" 2>/dev/null; kill "$job" 2>/dev/null; wait "$job" 2>/dev/null; } || true
-  done
+  # So does the second half of the tests (the run was interrupted).
+  [ -z "${second:-}" ] || { pkill -P "$second" 2>/dev/null; kill "$second" 2>/dev/null; wait "$second" 2>/dev/null; } || true
   [ ! -d "$second_dir" ] || on_second_stack "$py" -m deploy.local.stack stop || status=1
   "$py" -m deploy.local.stack stop || status=1
   [ -n "${FOOTFALL_TEST_STATE_DIR:-}" ] || rm -rf "$FOOTFALL_STATE_DIR"
@@ -59,9 +56,9 @@ cleanup() {
 trap cleanup EXIT
 
 started=$(date +%s)
-# The services start in the background while ruff, the import contracts and pylint run; the
-# Spark cluster and MinIO are only installed here (MinIO's first build takes minutes): the
-# tests that use them start them (tests/integration/conftest.py).
+# The services start in the background while ruff, the import contracts, pylint and the pure
+# tests run; the Spark cluster and MinIO are only installed here (MinIO's first build takes
+# minutes): the tests that use them start them (tests/integration/conftest.py).
 services_log="$FOOTFALL_STATE_DIR/services.log"
 # The deploy material's pure tests read Debian's nginx, openssl and systemd-analyze: installed first.
 "$py" -m deploy.local.stack start deploy-tools
@@ -85,21 +82,6 @@ eval "$("$py" -m deploy.local.stack env)"
 # Spark's 200 tasks per shuffle (the product's own setting; see docs/batch-layer.md).
 export FOOTFALL_SPARK_SHUFFLE_PARTITIONS=${FOOTFALL_SPARK_SHUFFLE_PARTITIONS:-4}
 
-# The static files WhiteNoise serves to the tests' live servers (admin, Swagger UI).
-"$py" manage.py collectstatic --noinput -v0
-# The pure tier needs no service: it starts now and runs beside everything else, niced, on two
-# pytest-xdist workers (each starts its own Spark session for the Spark tests it gets). The
-# integration tests spend a fifth of the machine's time waiting (on a kill window, a session
-# timeout, a browser): the pure tier takes that time rather than 4 minutes of its own before
-# them, and the integration tests keep the CPU when they want it. Its output follows theirs.
-pure=0
-if [ "$#" -eq 0 ]; then
-  pure_log="$FOOTFALL_STATE_DIR/pure-tests.log"
-  nice -n 10 "$py" -m pytest -m "not integration" -n 2 --basetemp "$FOOTFALL_STATE_DIR/pure-pytest" \
-    >"$pure_log" 2>&1 &
-  pure_job=$!
-fi
-
 "$py" -m ruff check .
 # The code is as `ruff format` writes it (lines kept by hand say `# fmt: skip`).
 "$py" -m ruff format --check .
@@ -108,14 +90,19 @@ fi
 "$py" -m pylint --score=n footfall footfall_server collector realtime historical archive spark_jobs query api dashboard alerts \
   host/footfall_capture deploy
 "$py" manage.py check
+# The static files WhiteNoise serves to the tests' live servers (admin, Swagger UI).
+"$py" manage.py collectstatic --noinput -v0
 
 if [ "$#" -gt 0 ]; then  # a focused run: exactly the pytest arguments given
   services_ready
   "$py" -m pytest "$@"
   exit
 fi
-# Everything that needs the services, on the two stacks side by side. Each pytest run prints
-# its slowest tests (pyproject.toml: --durations).
+# The pure tier (no service) while the last services start, then everything that needs them.
+# Each prints its slowest tests (pyproject.toml: --durations). The pure tier runs on two
+# pytest-xdist workers (each starts its own Spark session for the Spark tests it gets).
+pure=0
+"$py" -m pytest -m "not integration" -n 2 || pure=$?
 services_ready
 # The second stack's half runs in the background, its output kept for after the first half's.
 second_log="$FOOTFALL_STATE_DIR/second-stack-tests.log"
@@ -130,10 +117,6 @@ echo "integration tests on the first stack: exit $first; the second stack's test
 wait "$second" || second_status=$?
 second=""
 cat "$second_log"
-echo "the pure tests:"
-wait "$pure_job" || pure=$?
-pure_job=""
-cat "$pure_log"
 echo "pure tests: exit $pure; integration tests: exit $first on the first stack, exit ${second_status:-0} on the" \
   "second; $(( $(date +%s) - started ))s in all"
 [ "$pure" -eq 0 ] && [ "$first" -eq 0 ] && [ "${second_status:-0}" -eq 0 ]
