@@ -24,7 +24,6 @@ second is refused, naming the first): an answer never adds one day twice.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from pymongo import ASCENDING, InsertOne
 from pymongo.database import Database
 
 from historical.plausible_export import ImportedDay, PlausibleExport
-from historical.store import BULK
+from historical.store import BULK, breakdown_id, daily_id
 
 IMPORTS, IMPORTED_DAILY, IMPORTED_BREAKDOWNS = "imports", "imported_daily", "imported_breakdowns"
 LOADING, COMPLETE = "loading", "complete"
@@ -131,8 +130,8 @@ def _daily(import_id: str, site_id: str, export: PlausibleExport) -> Iterator[di
     for day, imported in export.days.items():
         if imported.totals:
             key = day.isoformat()
-            yield {"_id": f"{import_id}|{site_id}|{key}", "import_id": import_id, "site_id": site_id, "day": key,
-                   **imported.totals}  # fmt: skip
+            doc_id = f"{import_id}|{daily_id(site_id, key)}"
+            yield {"_id": doc_id, "import_id": import_id, "site_id": site_id, "day": key, **imported.totals}
 
 
 def _breakdowns(import_id: str, site_id: str, export: PlausibleExport) -> Iterator[dict]:
@@ -143,8 +142,7 @@ def _breakdowns(import_id: str, site_id: str, export: PlausibleExport) -> Iterat
 def _day_breakdowns(import_id: str, site_id: str, day: str, imported: ImportedDay) -> Iterator[dict]:
     for dimension, values in imported.breakdowns.items():
         for value, counts in values.items():
-            digest = hashlib.sha1(value.encode()).hexdigest()  # noqa: S324 - an id, not security
             yield {
-                "_id": f"{import_id}|{site_id}|{day}|{dimension}|{digest}", "import_id": import_id,
+                "_id": f"{import_id}|{breakdown_id(site_id, day, dimension, value)}", "import_id": import_id,
                 "site_id": site_id, "day": day, "dimension": dimension, "value": value, **counts,
             }  # fmt: skip
