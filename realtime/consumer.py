@@ -160,7 +160,6 @@ class RealtimeWorker:
         # gives, when no shard records one); and where it sought one back that skipped ahead.
         self._positions: dict[int, int | None] = {}
         self._gaps: dict[int, int] = {}  # partition -> the offset the consumer skipped ahead to
-        self._left_out = 0  # messages of the current batch out of sequence
         self._committed: dict[int, int] = {}
         self._last_commit = time.monotonic()
         # One writer thread per shard: a batch's Redis steps run while the next batch is
@@ -282,6 +281,7 @@ class RealtimeWorker:
         invalid: list[tuple[Message, str]] = []
         expected, positions = self._expected, self._positions
         sought: set[int] = set()  # partitions sought back in this batch
+        left_out = 0
         for message in messages:
             if (error := message.error()) is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
@@ -289,6 +289,7 @@ class RealtimeWorker:
                 continue
             partition, offset = message.partition(), message.offset()
             if offset != positions.get(partition, -1) and not self._in_sequence(partition, offset, sought):
+                left_out += 1
                 continue
             positions[partition] = offset + 1
             following[partition] = offset + 1
@@ -304,9 +305,8 @@ class RealtimeWorker:
             recorded = expected[shard].get(self._field(partition))
             if recorded is None or offset >= recorded:  # else this shard counted it already
                 parts[shard].append(event)
-        if self._left_out:
-            log.info("left out %d messages fetched before a rebalance or a seek", self._left_out)
-            self._left_out = 0
+        if left_out:
+            log.info("left out %d messages fetched before a rebalance or a seek", left_out)
         for partition in [p for p, skipped_to in self._gaps.items() if (positions.get(p) or -1) > skipped_to]:
             del self._gaps[partition]  # read up to where it skipped: that was no gap
         if not following:
@@ -371,7 +371,6 @@ class RealtimeWorker:
         position = self._positions.get(partition, -1)
         if position is None:
             return True
-        self._left_out += 1
         if position == -1 or offset < position:  # fetched before a revoke, an assignment or a seek
             return False
         if partition in sought:
@@ -379,7 +378,6 @@ class RealtimeWorker:
         if self._gaps.get(partition) == offset:
             log.warning("partition %d has no messages %d to %d (deleted): passing on", partition, position, offset - 1)
             del self._gaps[partition]
-            self._left_out -= 1
             return True
         log.info("partition %d skipped ahead from %d to %d: seeking back", partition, position, offset)
         self._gaps[partition] = offset
