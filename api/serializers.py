@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from footfall.vocabulary import BREAKDOWN_METRICS, GOAL_BREAKDOWN_METRICS, METRICS
 
-SOURCES = ("batch", "realtime", "missing")
+SOURCES = ("batch", "imported", "realtime", "missing")
 
 
 class ErrorDetailSerializer(serializers.Serializer):
@@ -51,8 +51,14 @@ class BatchSpanSerializer(SpanSerializer):
     days = serializers.ListField(child=serializers.CharField(), help_text="settled site-local days used")
 
 
+class ImportedSpanSerializer(SpanSerializer):
+    days = serializers.ListField(child=serializers.CharField(), help_text="site-local days answered from an import")
+    imports = serializers.ListField(child=serializers.CharField(), help_text="the ids of those days' imports")
+
+
 class SourcesSerializer(serializers.Serializer):
     batch = BatchSpanSerializer(help_text="exact nightly rollups in MongoDB")
+    imported = ImportedSpanSerializer(help_text="another product's daily figures, imported (manage.py imports)")
     realtime = SpanSerializer(help_text="minutely counters in Redis")
     missing = SpanSerializer(help_text="older than the realtime window and not rolled up yet")
     watermark = serializers.CharField(allow_null=True, help_text="the latest settled day of the site")

@@ -33,10 +33,11 @@ class SiteChoice:
     site_id: str
     name: str
     tz: str
+    imports_win: bool = False
 
     @property
     def info(self) -> QuerySite:
-        return QuerySite(self.site_id, self.tz)
+        return QuerySite(self.site_id, self.tz, self.imports_win)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ class Access:
 
 
 def _choices(sites: Iterable[Site]) -> tuple[SiteChoice, ...]:
-    unique = {s.site_id: SiteChoice(s.site_id, s.name or s.site_id, s.timezone) for s in sites}
+    unique = {s.site_id: SiteChoice(s.site_id, s.name or s.site_id, s.timezone, s.imports_win) for s in sites}
     return tuple(sorted(unique.values(), key=lambda c: c.site_id))
 
 

@@ -95,6 +95,11 @@ class Site(models.Model):
         help_text="Query parameters kept in page URLs besides ref and source (utm_* become the campaign "
         "fields); every other parameter is dropped before the event is stored.",
     )
+    imports_win = models.BooleanField(
+        default=False,
+        help_text="On a day both imported history and Footfall's own rollup hold, answer from the import "
+        "(by default Footfall's own figures win).",
+    )
     created_at = models.DateTimeField(default=dj_timezone.now)
 
     class Meta:

@@ -17,25 +17,29 @@ collection               ``_id``                                   content
 
 An import is recorded ``loading`` before its documents are written and ``complete`` after:
 readers take the days of complete imports only, so an import that failed half-way answers
-nothing and deleting it removes what it left. Two imports of a site never share a day (the
-second is refused, naming the first): an answer never adds one day twice.
+nothing and deleting it removes what it left. An import's days are every day from its first
+to its last (a day without rows had no traffic), and two imports of a site never share a day
+(the second is refused, naming the first): an answer never adds one day twice.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pymongo import ASCENDING, InsertOne
 from pymongo.database import Database
 
+from historical.plausible_export import DIMENSIONS as PLAUSIBLE_DIMENSIONS
 from historical.plausible_export import ImportedDay, PlausibleExport
+from historical.reads import Sums
 from historical.store import BULK, breakdown_id, daily_id
 
 IMPORTS, IMPORTED_DAILY, IMPORTED_BREAKDOWNS = "imports", "imported_daily", "imported_breakdowns"
 LOADING, COMPLETE = "loading", "complete"
+DIMENSIONS: tuple[str, ...] = PLAUSIBLE_DIMENSIONS  # the breakdowns an import holds
 
 
 class ImportRefused(ValueError):
@@ -76,15 +80,13 @@ def save(db: Database, site_id: str, export: PlausibleExport, source: str = "pla
     site holds one of its days."""
     first, last = export.first.isoformat(), export.last.isoformat()
     days = [day.isoformat() for day in export.days]
-    for other in db[IMPORTS].find(
-        {"site_id": site_id, "state": COMPLETE, "first": {"$lte": last}, "last": {"$gte": first}}
-    ):
-        taken = db[IMPORTED_DAILY].find_one({"import_id": other["_id"], "day": {"$in": days}}, {"day": 1})
-        if taken is not None:
-            raise ImportRefused(
-                f"{taken['day']} is imported already (import {other['_id']}, {other['first']} to {other['last']}): "
-                "delete that import first"
-            )
+    # Any state: a loading import is one under way, or one cut short that its delete finishes.
+    other = db[IMPORTS].find_one({"site_id": site_id, "first": {"$lte": last}, "last": {"$gte": first}})
+    if other is not None:
+        raise ImportRefused(
+            f"{max(first, other['first'])} is imported already (import {other['_id']}, {other['first']} to "
+            f"{other['last']}): delete that import first"
+        )
     ensure_indexes(db)
     import_id = uuid.uuid4().hex[:12]
     record = {
@@ -146,3 +148,61 @@ def _day_breakdowns(import_id: str, site_id: str, day: str, imported: ImportedDa
                 "_id": f"{import_id}|{breakdown_id(site_id, day, dimension, value)}", "import_id": import_id,
                 "site_id": site_id, "day": day, "dimension": dimension, "value": value, **counts,
             }  # fmt: skip
+
+
+class ImportReads:
+    """The imported history of complete imports, as the query layer reads it
+    (:class:`query.stores.ImportedHistory`). Days are site-local ``YYYY-MM-DD``; ``days``
+    arguments map each day to the import that holds it (from :meth:`days`), so a document of
+    an import that is loading or being deleted is never read."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def days(self, site: str, first: str, last: str) -> dict[str, str]:
+        """Each day from ``first`` to ``last`` that a complete import of ``site`` covers, with its import id."""
+        covered: dict[str, str] = {}
+        query = {"site_id": site, "state": COMPLETE, "first": {"$lte": last}, "last": {"$gte": first}}
+        for doc in self.db[IMPORTS].find(query, {"first": 1, "last": 1}):
+            day = dt.date.fromisoformat(max(first, doc["first"]))
+            end = dt.date.fromisoformat(min(last, doc["last"]))
+            while day <= end:
+                covered[day.isoformat()] = doc["_id"]
+                day += dt.timedelta(days=1)
+        return covered
+
+    def daily(self, site: str, days: Mapping[str, str]) -> dict[str, Sums]:
+        """The totals of each of ``days`` that has them (visits as sessions)."""
+        return {doc["day"]: _sums(doc) for doc in self._docs(IMPORTED_DAILY, {"site_id": site}, days)}
+
+    def breakdown(self, site: str, dim: str, days: Mapping[str, str]) -> dict[str, Sums]:
+        """Per value of ``dim``, its counts summed over ``days``."""
+        merged: dict[str, Sums] = {}
+        for doc in self._docs(IMPORTED_BREAKDOWNS, {"site_id": site, "dimension": dim}, days):
+            merged.setdefault(doc["value"], Sums()).include(_sums(doc))
+        return merged
+
+    def filtered_daily(self, site: str, dim: str, value: str, days: Mapping[str, str]) -> dict[str, Sums]:
+        """Per day, the counts of one value of ``dim``."""
+        query = {"site_id": site, "dimension": dim, "value": value}
+        return {doc["day"]: _sums(doc) for doc in self._docs(IMPORTED_BREAKDOWNS, query, days)}
+
+    def _docs(self, collection: str, query: dict, days: Mapping[str, str]) -> Iterable[dict]:
+        if not days:
+            return
+        for doc in self.db[collection].find({**query, "day": {"$in": sorted(days)}}):
+            if days.get(doc["day"]) == doc["import_id"]:
+                yield doc
+
+
+def _sums(doc: Mapping) -> Sums:
+    """An imported document's counts as the rollups' sums: visits are sessions, and the visit
+    duration is the day's total in seconds (the rollups keep a mean)."""
+    return Sums(
+        pageviews=int(doc.get("pageviews") or 0),
+        visitors=int(doc.get("visitors") or 0),
+        sessions=int(doc.get("visits") or 0),
+        bounces=int(doc.get("bounces") or 0),
+        duration_s=float(doc.get("visit_duration") or 0),
+        events=int(doc.get("events") or 0),
+    )

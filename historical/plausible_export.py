@@ -60,7 +60,9 @@ TABLES: Mapping[str, Table] = {
     ),
     "pages": Table((("page", "page"),), {"visitors": "visitors", "pageviews": "pageviews"}, {"visits": "visits"}),
     "entry_pages": Table(
-        (("entry_page", "entry_page"),), {"visitors": "visitors", "visits": "entrances"}, {"pageviews": "pageviews"}
+        (("entry_page", "entry_page"),),
+        {"visitors": "visitors", "visits": "entrances"},
+        {"pageviews": "pageviews", "bounces": "bounces", "visit_duration": "visit_duration"},
     ),
     "sources": Table(
         (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from zoneinfo import ZoneInfo
 
 from pymongo import DESCENDING
@@ -43,6 +43,11 @@ class Sums:
     def copy(self) -> Sums:
         return Sums(self.pageviews, self.visitors, self.sessions, self.bounces, self.duration_s, self.events,
                     self.engaged_ms, self.engagements, self.scroll_views, self.scroll_sum)  # fmt: skip
+
+    def include(self, other: Sums) -> None:
+        """Add ``other``'s parts to these."""
+        for part in fields(self):
+            setattr(self, part.name, getattr(self, part.name) + getattr(other, part.name))
 
     def add(self, doc: dict) -> None:
         self.events += int(doc.get("events") or 0)

@@ -5,6 +5,9 @@ site-local days named in ``batch_runs`` — at day and hour resolution. The spee
 has minute resolution but only for its retention window. A range is therefore cut into:
 
 * ``batch`` pieces: whole settled site-local days (or whole hours of them);
+* ``imported`` pieces: whole days of history imported from another product
+  (:mod:`historical.imported`), on days the site has not settled, or on every imported day
+  when the site prefers its imports where the two overlap;
 * ``realtime`` pieces: everything else inside the Redis retention window;
 * ``missing`` pieces: older than the window and never rolled up — reported, never guessed.
 
@@ -27,15 +30,32 @@ from zoneinfo import ZoneInfo
 from historical.buckets import day_buckets, local_midnight
 from historical.buckets import ms as ms  # re-exported: the query layer's instants are ms
 
-Source = Literal["batch", "realtime", "missing"]
+Source = Literal["batch", "imported", "realtime", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class Days:
+    """The whole days a range may take from the day stores: ``settled`` (the batch layer's),
+    ``imported`` (another product's history) and which of the two wins a day both hold."""
+
+    settled: AbstractSet[str]
+    imported: AbstractSet[str] = frozenset()
+    imported_wins: bool = False
+
+    def source(self, day: str) -> Source | None:
+        """The store that answers the whole site-local ``day``, if any."""
+        if day in self.imported and (self.imported_wins or day not in self.settled):
+            return "imported"
+        return "batch" if day in self.settled else None
 
 
 @dataclass(frozen=True, slots=True)
 class Piece:
     """A half-open part ``[start, end)`` of a range and the layer that answers it.
 
-    For ``batch`` pieces ``day`` is the site-local day and ``bucket`` the UTC start (ms) of
-    the day's hourly bucket (:mod:`historical.buckets`; ``None`` for a whole day)."""
+    For ``batch`` and ``imported`` pieces ``day`` is the site-local day and ``bucket`` the UTC
+    start (ms) of a part of it (an hourly bucket of :mod:`historical.buckets`, or a smaller
+    bucket of an imported day, which has no value); ``None`` for a whole day."""
 
     start: dt.datetime
     end: dt.datetime
@@ -92,18 +112,24 @@ def site_day(moment: dt.datetime, site_tz: ZoneInfo) -> dt.date:
 
 
 def classify_bucket(
-    start: dt.datetime, end: dt.datetime, site_tz: ZoneInfo, settled: AbstractSet[str], realtime_from: dt.datetime
+    start: dt.datetime, end: dt.datetime, site_tz: ZoneInfo, days: Days, realtime_from: dt.datetime
 ) -> Piece:
     """The source of one time-series bucket.
 
     A bucket comes from the batch layer when it is exactly a settled site-local day, or
     exactly one hourly bucket (an hour document) of a settled day, the repeated hour of a
-    clock change included; otherwise from Redis if it lies inside the retention window, else
+    clock change included; from an import when its day is answered from one (only the whole
+    day has a value there); otherwise from Redis if it lies inside the retention window, else
     it is missing. Every bucket has one source, so no bucket is counted twice."""
     day = site_day(start, site_tz)
-    if day.isoformat() in settled:
-        day_start = _utc(local_midnight(day, site_tz))
-        if _utc(start) == day_start and _utc(end) == _utc(local_midnight(day + dt.timedelta(days=1), site_tz)):
+    source = days.source(day.isoformat())
+    whole = _utc(start) == _utc(local_midnight(day, site_tz)) and _utc(end) == _utc(
+        local_midnight(day + dt.timedelta(days=1), site_tz)
+    )
+    if source == "imported":
+        return Piece(start, end, "imported", day.isoformat(), None if whole else int(_utc(start).timestamp() * 1000))
+    if source == "batch":
+        if whole:
             return Piece(start, end, "batch", day.isoformat())
         for bucket in day_buckets(day, site_tz):
             if bucket.start == _utc(start) and bucket.end == _utc(end):
@@ -117,13 +143,14 @@ def split(
     start: dt.datetime,
     end: dt.datetime,
     site_tz: ZoneInfo,
-    settled: AbstractSet[str],
+    days: Days,
     realtime_from: dt.datetime,
     merge: bool = False,
 ) -> list[Piece]:
     """``[start, end)`` as disjoint, ordered pieces, none crossing a site-local midnight:
-    whole settled days from the batch layer, the rest from Redis where retained, else
-    missing. With ``merge``, adjacent realtime or missing pieces are joined across days."""
+    whole settled or imported days from their store (:meth:`Days.source`), the rest from
+    Redis where retained, else missing. With ``merge``, adjacent realtime or missing pieces
+    are joined across days."""
     start, end, realtime_from = _utc(start), _utc(end), _utc(realtime_from)
     if end <= start:
         return []
@@ -134,8 +161,9 @@ def split(
         day_start = _utc(local_midnight(day, site_tz))
         day_end = _utc(local_midnight(day + dt.timedelta(days=1), site_tz))
         part_end = min(day_end, end)
-        if day.isoformat() in settled and cursor == day_start and part_end == day_end:
-            pieces.append(Piece(cursor, part_end, "batch", day.isoformat()))
+        source = days.source(day.isoformat())
+        if source is not None and cursor == day_start and part_end == day_end:
+            pieces.append(Piece(cursor, part_end, source, day.isoformat()))
         else:
             if cursor < realtime_from:
                 gap_end = min(part_end, realtime_from)
@@ -151,7 +179,8 @@ def split(
 def _merge(pieces: Iterable[Piece]) -> list[Piece]:
     out: list[Piece] = []
     for piece in pieces:
-        if out and piece.source != "batch" and out[-1].source == piece.source and out[-1].end == piece.start:
+        joins = piece.source in ("realtime", "missing") and out and out[-1].source == piece.source
+        if joins and out[-1].end == piece.start:
             out[-1] = Piece(out[-1].start, piece.end, piece.source)
         else:
             out.append(piece)

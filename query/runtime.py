@@ -9,6 +9,7 @@ from typing import cast
 from footfall.breaker import Guarded
 from footfall.config import footfall_config
 from historical import store as mongo
+from historical.imported import ImportReads
 from historical.reads import RollupReads
 from historical.store import connect
 from query.conversions import Conversions
@@ -28,11 +29,20 @@ def get_rollups() -> RollupReads:
 
 
 @cache
+def get_imports() -> ImportReads:
+    cfg = footfall_config()
+    _, db = connect(cfg.mongo_url, cfg.mongo_db, cfg.mongo_timeout_ms, cfg.mongo_query_timeout_ms)
+    return cast(ImportReads, Guarded(ImportReads(db), "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
+
+
+@cache
 def get_service() -> QueryService:
     cfg = footfall_config()
     cache = SettledCache(cfg.api_cache_items) if cfg.api_cache_items else None
     recent = Guarded(RealtimeQueries(get_store()), "redis", BREAKERS["redis"], counters.UNAVAILABLE)
-    return QueryService(get_rollups(), cast(RealtimeQueries, recent), cfg.realtime_retention_s, cache=cache)
+    return QueryService(
+        get_rollups(), cast(RealtimeQueries, recent), cfg.realtime_retention_s, cache=cache, imported=get_imports()
+    )
 
 
 @cache

@@ -6,6 +6,11 @@ stitched and every response says in ``sources`` which part came from where, what
 not be answered and how visitors were counted. Arguments are validated values (see
 :mod:`query.params`); results are plain JSON-ready dicts.
 
+Imported history (:mod:`historical.imported`) is a third source of whole days: another
+product's daily figures, answered on days the site has not settled (or on every day it holds,
+when the site prefers its imports), named in ``sources.imported``. What an import does not
+hold (hours, engaged time, the other dimensions) is null or left out there, and said so.
+
 Visitors. A bucket served by the batch layer has the exact number of distinct visitor ids;
 a realtime bucket a HyperLogLog estimate (±0.81 %). Visitor ids are cookieless and rotate
 daily (``collector/salts.py``), so nobody can be recognised across days: over a multi-day
@@ -16,7 +21,7 @@ data can honestly support, not a shortcut.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 from zoneinfo import ZoneInfo
@@ -29,10 +34,11 @@ from footfall.vocabulary import (
     VALUE_OTHER,
     QueryError,
 )
+from historical.imported import DIMENSIONS as IMPORTED_DIMENSIONS
 from query.params import MAX_LIMIT, Filter, Range
-from query.plan import Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
+from query.plan import Days, Piece, buckets, classify_bucket, ms, realtime_window_start, site_day, split
 from query.settled_cache import SettledCache
-from query.stores import RecentReads, Row, SettledReads, Settlement, Sums
+from query.stores import ImportedHistory, RecentReads, Row, SettledReads, Settlement, Sums
 from realtime.trends import Rising
 
 R = TypeVar("R")
@@ -57,6 +63,11 @@ OTHER_PAIRS_NOTE = (
     f"realtime part: {VALUE_OTHER} holds the page views of pairs past the speed layer's caps; their visitors "
     "are not told apart by referrer or page, so that row's visitors cover the settled days only"
 )
+VISITORS_IMPORTED = "as the import counted them per day (imported days)"
+IMPORTED_ENGAGEMENT_NOTE = (
+    "imported days hold no engaged time or scroll depth: time_on_page, engaged_time and scroll_depth "
+    "cover Footfall's own days only, null when the range has none"
+)
 PREVIOUS_PARTIAL = (
     "part of the previous period is older than the realtime window and not rolled up: its totals are "
     "incomplete (null when nothing of it is counted) and no change is given"
@@ -68,6 +79,7 @@ class ZonedSite(Protocol):
 
     site_id: str
     timezone: str
+    imports_win: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +89,11 @@ class QuerySite:
 
     site_id: str
     tz: str
+    imports_win: bool = False  # on a day both hold, answer from the import, not the rollup
 
     @classmethod
     def of(cls, site: ZonedSite) -> QuerySite:
-        return cls(site.site_id, site.timezone)
+        return cls(site.site_id, site.timezone, site.imports_win)
 
 
 def iso(moment: dt.datetime) -> str:
@@ -103,8 +116,10 @@ class QueryService:
         retention_s: int,
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         cache: SettledCache | None = None,
+        imported: ImportedHistory | None = None,
     ) -> None:
         self.rollups = rollups
+        self.imported = imported  # None: no imported history is read
         self.rt = realtime
         self.retention_s = retention_s
         self.now = now
@@ -123,15 +138,44 @@ class QueryService:
             return fetch()
         return self.cache.read(key, days, settled.generations, fetch)
 
-    def pieces(self, site: QuerySite, start: dt.datetime, end: dt.datetime, settled: Settlement) -> list[Piece]:
-        realtime_from = realtime_window_start(self.now(), self.retention_s)
-        return split(start, end, ZoneInfo(site.tz), settled.days, realtime_from)
+    def imports(self, site: QuerySite, start: dt.datetime, end: dt.datetime) -> dict[str, str]:
+        """The site-local days of ``[start, end)`` that imports cover, with the import of each."""
+        if self.imported is None or end <= start:
+            return {}
+        tz = ZoneInfo(site.tz)
+        last = site_day(end - dt.timedelta(microseconds=1), tz)
+        return self.imported.days(site.site_id, site_day(start, tz).isoformat(), last.isoformat())
 
     @staticmethod
-    def sources(pieces: list[Piece], settled: Settlement, notes: list[str]) -> dict[str, object]:
-        by = {src: [p for p in pieces if p.source == src] for src in ("batch", "realtime", "missing")}
+    def days(site: QuerySite, settled: Settlement, imported: Mapping[str, str]) -> Days:
+        return Days(settled.days, imported, site.imports_win)
+
+    def pieces(
+        self,
+        site: QuerySite,
+        start: dt.datetime,
+        end: dt.datetime,
+        settled: Settlement,
+        imported: Mapping[str, str] | None = None,
+    ) -> list[Piece]:
+        """``[start, end)`` cut by :func:`query.plan.split`; days of ``imported`` are answered
+        from their import where :class:`query.plan.Days` says so (none without it)."""
+        realtime_from = realtime_window_start(self.now(), self.retention_s)
+        return split(start, end, ZoneInfo(site.tz), self.days(site, settled, imported or {}), realtime_from)
+
+    @staticmethod
+    def sources(
+        pieces: list[Piece], settled: Settlement, notes: list[str], imported: Mapping[str, str] | None = None
+    ) -> dict[str, object]:
+        by = {src: [p for p in pieces if p.source == src] for src in ("batch", "imported", "realtime", "missing")}
+        imported_days = sorted({p.day for p in by["imported"] if p.day})
         return {
             "batch": {**_span(by["batch"]), "days": sorted({p.day for p in by["batch"] if p.day})},
+            "imported": {
+                **_span(by["imported"]),
+                "days": imported_days,
+                "imports": sorted({(imported or {})[day] for day in imported_days}),
+            },
             "realtime": _span(by["realtime"]),
             "missing": _span(by["missing"]),
             "watermark": settled.watermark,
@@ -149,8 +193,10 @@ class QueryService:
             raise QueryError("interval", f"the range holds more than {MAX_BUCKETS} {interval}s; use a coarser interval")
         site_tz = ZoneInfo(site.tz)
         settled = self.settlement(site, bks[0][0])
+        imported = self.imports(site, bks[0][0], bks[-1][1])
         window = realtime_window_start(self.now(), self.retention_s)
-        pieces = [classify_bucket(s, e, site_tz, settled.days, window) for s, e in bks]
+        days = self.days(site, settled, imported)
+        pieces = [classify_bucket(s, e, site_tz, days, window) for s, e in bks]
         values: list[float | int | None] = [None] * len(pieces)
         notes: list[str] = []
 
@@ -196,6 +242,7 @@ class QueryService:
             notes.append(f"{metric} is not broken down by dimension; filtered values are null")
         if metric in RATIO_METRICS and hours:
             notes.append(f"{metric} is rolled up per day, not per hour")
+        self._imported_points(site, metric, filter_, pieces, imported, values, notes)
 
         realtime = [(i, p) for i, p in enumerate(pieces) if p.source == "realtime"]
         if realtime and metric in {"pageviews", "visitors"}:
@@ -212,7 +259,13 @@ class QueryService:
             notes.append(
                 "visitors per bucket: "
                 + "; ".join(
-                    text for kind, text in (("batch", VISITORS_EXACT), ("realtime", VISITORS_HLL)) if kind in kinds
+                    text
+                    for kind, text in (
+                        ("batch", VISITORS_EXACT),
+                        ("imported", VISITORS_IMPORTED),
+                        ("realtime", VISITORS_HLL),
+                    )
+                    if kind in kinds
                 )
             )
         return {
@@ -223,8 +276,37 @@ class QueryService:
             "points": [
                 {"t": iso(p.start), "value": v, "source": p.source} for p, v in zip(pieces, values, strict=True)
             ],
-            "sources": self.sources(pieces, settled, notes),
+            "sources": self.sources(pieces, settled, notes, imported),
         }
+
+    def _imported_points(
+        self,
+        site: QuerySite,
+        metric: str,
+        filter_: Filter | None,
+        pieces: list[Piece],
+        imported: Mapping[str, str],
+        values: list[float | int | None],
+        notes: list[str],
+    ) -> None:
+        """Fill the buckets of imported days: whole days from their import, smaller buckets
+        null (an import holds days only)."""
+        whole = {p.day: imported[p.day] for p in pieces if p.source == "imported" and p.day and p.bucket is None}
+        if any(p.source == "imported" and p.bucket is not None for p in pieces):
+            notes.append("imported days hold whole days only: their smaller buckets are null")
+        if not whole or self.imported is None:
+            return
+        sid = site.site_id
+        if filter_ is not None and filter_.dimension not in IMPORTED_DIMENSIONS:
+            notes.append(f"imports hold no {filter_.dimension} breakdown: filtered values of imported days are null")
+            return
+        if filter_ is not None:
+            figures = self.imported.filtered_daily(sid, filter_.dimension, filter_.value, whole)
+        else:
+            figures = self.imported.daily(sid, whole)
+        for i, p in enumerate(pieces):
+            if p.source == "imported" and p.day in whole:
+                values[i] = _imported_value(metric, figures.get(p.day), filtered=filter_ is not None)
 
     # -- totals --------------------------------------------------------------------------
 
@@ -232,20 +314,25 @@ class QueryService:
         sid = site.site_id
         return self.settled_read(settled, ("daily", sid), days, lambda: self.rollups.daily(sid, days))
 
-    def totals(self, site: QuerySite, pieces: list[Piece], daily: dict[str, dict]) -> dict[str, object]:
+    def totals(
+        self, site: QuerySite, pieces: list[Piece], daily: dict[str, dict], imported: Mapping[str, Sums] | None = None
+    ) -> dict[str, object]:
         """Page views, visitors, sessions, bounce rate and visit duration of ``pieces``: their
-        settled days from ``daily`` (which may hold more days), the rest from Redis."""
+        settled days from ``daily`` and imported days from ``imported`` (either may hold more
+        days), the rest from Redis."""
         sums = Sums()
         for p in pieces:
             if p.source == "batch" and p.day in daily:
                 sums.add(daily[p.day])
+            elif p.source == "imported" and imported and p.day in imported:
+                sums.include(imported[p.day])
         pageviews, visitors = sums.pageviews, sums.visitors
         for p in pieces:
             if p.source == "realtime":
                 got = self.rt.totals(site.site_id, ms(p.start), ms(p.end))
                 pageviews += got["pageviews"]
                 visitors += got["visitors"]
-        has_batch = any(p.source == "batch" for p in pieces)
+        has_batch = any(p.source in ("batch", "imported") for p in pieces)
         # Nothing of the range is counted (all older than the realtime window, none settled):
         # unknown, not zero.
         known = any(p.source != "missing" for p in pieces)
@@ -262,14 +349,16 @@ class QueryService:
         (both read with one ``batch_runs`` and one daily read)."""
         before_start = rng.start - (rng.end - rng.start)
         settled = self.settlement(site, before_start if compare else rng.start)
-        pieces = self.pieces(site, rng.start, rng.end, settled)
-        before_pieces = self.pieces(site, before_start, rng.start, settled) if compare else []
+        imported = self.imports(site, before_start if compare else rng.start, rng.end)
+        pieces = self.pieces(site, rng.start, rng.end, settled, imported)
+        before_pieces = self.pieces(site, before_start, rng.start, settled, imported) if compare else []
         daily = self.daily(site, settled, batch_days(pieces + before_pieces))
-        current = self.totals(site, pieces, daily)
+        imported_daily = self.imported_daily(site, pieces + before_pieces, imported)
+        current = self.totals(site, pieces, daily, imported_daily)
         previous: dict[str, object] = {}
         previous_partial = False
         if compare:
-            previous = self.totals(site, before_pieces, daily)
+            previous = self.totals(site, before_pieces, daily, imported_daily)
             previous_partial = any(p.source == "missing" for p in before_pieces)
         results = {}
         for name, value in current.items():
@@ -294,15 +383,24 @@ class QueryService:
             "to": iso(rng.end),
             "tz": rng.tz.key,
             "results": results,
-            "sources": self.sources(pieces, settled, notes),
+            "sources": self.sources(pieces, settled, notes, imported),
         }
+
+    def imported_daily(self, site: QuerySite, pieces: list[Piece], imported: Mapping[str, str]) -> dict[str, Sums]:
+        """The totals of the imported days among ``pieces``."""
+        days = {p.day: imported[p.day] for p in pieces if p.source == "imported" and p.day}
+        return self.imported.daily(site.site_id, days) if days and self.imported is not None else {}
 
     @staticmethod
     def visitor_note(pieces: list[Piece], rng: Range) -> str:
         kinds = {p.source for p in pieces} - {"missing"}
         if len(pieces) > 1 or rng.end - rng.start > dt.timedelta(days=1):
-            return f"visitors: {VISITORS_DAILY_SUM}"
-        return f"visitors: {VISITORS_EXACT if kinds == {'batch'} else VISITORS_HLL}"
+            note = f"visitors: {VISITORS_DAILY_SUM}"
+        elif kinds == {"imported"}:
+            return f"visitors: {VISITORS_IMPORTED}"
+        else:
+            return f"visitors: {VISITORS_EXACT if kinds == {'batch'} else VISITORS_HLL}"
+        return f"{note}; {VISITORS_IMPORTED}" if "imported" in kinds else note
 
     # -- breakdowns ----------------------------------------------------------------------
 
@@ -323,7 +421,8 @@ class QueryService:
         With ``dim == "refpage"`` and ``ref`` (or ``path``) set: the pages that referrer
         drives traffic to (or the referrers of that page)."""
         settled = self.settlement(site, rng.start)
-        pieces = self.pieces(site, rng.start, rng.end, settled)
+        imported = self.imports(site, rng.start, rng.end)
+        pieces = self.pieces(site, rng.start, rng.end, settled, imported)
         notes = []
         days = batch_days(pieces)
         sid = site.site_id
@@ -364,25 +463,58 @@ class QueryService:
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         notes.append(self.visitor_note(pieces, rng))
+        # What the range holds of Footfall's own: the engagement metrics come from these only.
+        own = {value: sums.copy() for value, sums in merged.items()}
+        has_own = any(p.source in ("batch", "realtime") for p in pieces)
+        self._add_imported(site, dim, pieces, imported, merged, notes, pairs=ref is not None or path is not None)
+        if any(p.source == "imported" for p in pieces) and {"time_on_page", "engaged_time", "scroll_depth"} & set(
+            metrics
+        ):
+            notes.append(IMPORTED_ENGAGEMENT_NOTE)
         # Custom events are ranked by events (they have no page views), the rest by page views.
         by_events = dim in CUSTOM_EVENT_DIMENSIONS
         ranked = sorted(merged.items(), key=lambda kv: (-(kv[1].events if by_events else kv[1].pageviews), kv[0]))
         chosen = ranked[(page - 1) * limit : page * limit]
         if rankings and chosen:
             redis_dim = "refpage" if ref is not None or path is not None else dim
-            self._add_realtime_visitors(site.site_id, redis_dim, rankings, chosen)
+            self._add_realtime_visitors(site.site_id, redis_dim, rankings, chosen, own)
         return {
             "site_id": site.site_id,
             "from": iso(rng.start),
             "to": iso(rng.end),
             "tz": rng.tz.key,
             "metrics": list(metrics),
-            "results": [_row(value, sums, metrics, dim) for value, sums in chosen],
+            "results": [
+                _row(value, sums, metrics, dim, own.get(value, Sums()) if has_own else None) for value, sums in chosen
+            ],
             "page": page,
             "limit": limit,
             "total": len(ranked),
-            "sources": self.sources(pieces, settled, notes),
+            "sources": self.sources(pieces, settled, notes, imported),
         }
+
+    def _add_imported(
+        self,
+        site: QuerySite,
+        dim: str,
+        pieces: list[Piece],
+        imported: Mapping[str, str],
+        merged: dict[str, Sums],
+        notes: list[str],
+        *,
+        pairs: bool,
+    ) -> None:
+        """Add the imported days' counts of ``dim`` to the rows (none for a breakdown an
+        import does not hold, which the notes say)."""
+        days = {p.day: imported[p.day] for p in pieces if p.source == "imported" and p.day}
+        if not days or self.imported is None:
+            return
+        if pairs or dim not in IMPORTED_DIMENSIONS:
+            what = "referrer-page pairs" if pairs else f"{dim} breakdown"
+            notes.append(f"imports hold no {what}: imported days are not included")
+            return
+        for value, sums in self.imported.breakdown(site.site_id, dim, days).items():
+            merged.setdefault(value, Sums()).include(sums)
 
     def _realtime_ranking(
         self, site_id: str, dim: str, piece: Piece, ref: str | None, path: str | None
@@ -420,15 +552,17 @@ class QueryService:
         redis_dim: str,
         rankings: list[tuple[Piece, dict[str, tuple[str, int]]]],
         chosen: list[tuple[str, Sums]],
+        own: dict[str, Sums],
     ) -> None:
         """Add each realtime piece's HLL visitors to the rows shown (only those: one PFCOUNT
-        over the piece's minutes per row, so not for the whole ranking)."""
+        over the piece's minutes per row, so not for the whole ranking), and to ``own``."""
         for p, ranking in rankings:
-            members = [(sums, ranking.get(value, (None, 0))[0]) for value, sums in chosen]
-            shown = [(sums, member) for sums, member in members if member is not None]
-            counts = self.rt.visitors(site_id, redis_dim, ms(p.start), ms(p.end), [m for _, m in shown])
-            for (sums, _), count in zip(shown, counts, strict=True):
+            members = [(value, sums, ranking.get(value, (None, 0))[0]) for value, sums in chosen]
+            shown = [(value, sums, member) for value, sums, member in members if member is not None]
+            counts = self.rt.visitors(site_id, redis_dim, ms(p.start), ms(p.end), [m for _, _, m in shown])
+            for (value, sums, _), count in zip(shown, counts, strict=True):
                 sums.visitors += count
+                own.setdefault(value, Sums()).visitors += count
 
     # -- right now -----------------------------------------------------------------------
 
@@ -492,28 +626,38 @@ def _batch_value(metric: str, doc: dict | None, filtered: bool) -> float | int |
     return int(doc.get(metric) or 0)
 
 
-def _row(value: str, sums: Sums, metrics: tuple[str, ...], dim: str) -> dict[str, object]:
+def _imported_value(metric: str, sums: Sums | None, filtered: bool) -> float | int | None:
+    """A whole imported day's ``metric`` (as :func:`_batch_value` for a settled day)."""
+    if filtered and metric not in {"pageviews", "visitors"}:
+        return None
+    if metric in {"pageviews", "visitors", "sessions"}:
+        return 0 if sums is None else getattr(sums, metric)
+    if sums is None or not sums.sessions:
+        return None
+    if metric == "bounce_rate":
+        return round(sums.bounces / sums.sessions, 6)
+    return round(sums.duration_s / sums.sessions, 3)
+
+
+def _row(value: str, sums: Sums, metrics: tuple[str, ...], dim: str, own: Sums | None) -> dict[str, object]:
     """One breakdown row: ``metrics`` of ``value`` from its sums; a metric that does not
-    exist for ``dim`` (sessions but per entry page, time on page but per page, ...) is None."""
+    exist for ``dim`` (sessions but per entry page, time on page but per page, ...) is None.
+    Engagement comes from ``own``, Footfall's own part of the sums (None: the range has none)."""
     row: dict[str, object] = {"value": value}
     for name in metrics:
-        row[name] = _metric(name, sums, dim)
+        row[name] = _metric(name, sums, dim, own)
     return row
 
 
-def _metric(name: str, sums: Sums, dim: str) -> float | int | None:
+def _metric(name: str, sums: Sums, dim: str, own: Sums | None) -> float | int | None:
     if name == "pageviews":
         return sums.pageviews
     if name == "visitors":
         return sums.visitors
     if name == "events":
         return sums.events if dim in CUSTOM_EVENT_DIMENSIONS else None
-    if name == "time_on_page":  # engaged seconds per page view of the page
-        return round(sums.engaged_ms / 1000 / sums.pageviews, 3) if dim == "page" and sums.pageviews else None
-    if name == "scroll_depth":  # mean deepest scroll of the page views that reported one, percent
-        return round(sums.scroll_sum / sums.scroll_views, 3) if dim == "page" and sums.scroll_views else None
-    if name == "engaged_time":  # engaged seconds in all
-        return round(sums.engaged_ms / 1000, 3) if dim in ("page", "ref") else None
+    if name in ("time_on_page", "scroll_depth", "engaged_time"):
+        return None if own is None else _engagement(name, own, dim)
     if dim != "entry_page":
         return None  # sessions are per entry page only
     if name == "sessions":
@@ -521,3 +665,11 @@ def _metric(name: str, sums: Sums, dim: str) -> float | int | None:
     if name == "bounce_rate":
         return round(sums.bounces / sums.sessions, 6) if sums.sessions else None
     return round(sums.duration_s / sums.sessions, 3) if sums.sessions else None
+
+
+def _engagement(name: str, sums: Sums, dim: str) -> float | None:
+    if name == "time_on_page":  # engaged seconds per page view of the page
+        return round(sums.engaged_ms / 1000 / sums.pageviews, 3) if dim == "page" and sums.pageviews else None
+    if name == "scroll_depth":  # mean deepest scroll of the page views that reported one, percent
+        return round(sums.scroll_sum / sums.scroll_views, 3) if dim == "page" and sums.scroll_views else None
+    return round(sums.engaged_ms / 1000, 3) if dim in ("page", "ref") else None  # engaged seconds in all

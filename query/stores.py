@@ -10,7 +10,7 @@ in-memory readers in its unit tests. Times are epoch milliseconds, days site-loc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from footfall.goals import GoalSpec
@@ -25,6 +25,7 @@ __all__ = [
     "FunnelHistory",
     "GoalCount",
     "HourDocs",
+    "ImportedHistory",
     "LiveView",
     "RecentReads",
     "Row",
@@ -85,6 +86,28 @@ class SettledReads(Protocol):
 
     def goal_base(self, site: str, dim: str, days: Iterable[str], values: Iterable[str]) -> dict[str, int]:
         """Per one of ``values`` of goal source dimension ``dim``: the visitors attributed to it."""
+        ...
+
+
+class ImportedHistory(Protocol):
+    """Daily figures imported from another product (:mod:`historical.imported`): whole days,
+    totals and a few dimensions, no sessions' details, engagement, funnels or hours. ``days``
+    arguments map each day to the import holding it, as :meth:`days` gives them."""
+
+    def days(self, site: str, first: str, last: str) -> dict[str, str]:
+        """The days from ``first`` to ``last`` an import covers, with its id."""
+        ...
+
+    def daily(self, site: str, days: Mapping[str, str]) -> dict[str, Sums]:
+        """The totals of each day that has them (visits as sessions)."""
+        ...
+
+    def breakdown(self, site: str, dim: str, days: Mapping[str, str]) -> dict[str, Sums]:
+        """Per value of ``dim``, its counts summed over ``days``."""
+        ...
+
+    def filtered_daily(self, site: str, dim: str, value: str, days: Mapping[str, str]) -> dict[str, Sums]:
+        """Per day, the counts of one value of ``dim``."""
         ...
 
 

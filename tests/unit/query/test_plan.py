@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from query.plan import buckets, classify_bucket, local_midnight, ms, realtime_window_start, split
+from query.plan import Days, buckets, classify_bucket, local_midnight, ms, realtime_window_start, split
 
 NY = ZoneInfo("America/New_York")
 UTC = dt.UTC
@@ -21,7 +21,8 @@ def at(day: str, hour: int = 0, tz: ZoneInfo = NY) -> dt.datetime:
 
 
 def test_settled_whole_days_come_from_batch_the_rest_from_realtime() -> None:
-    pieces = split(at("2026-11-01", 6), at("2026-11-04", 12), NY, {"2026-11-02", "2026-11-03"}, at("2026-10-01"), True)
+    settled = Days({"2026-11-02", "2026-11-03"})
+    pieces = split(at("2026-11-01", 6), at("2026-11-04", 12), NY, settled, at("2026-10-01"), True)
     assert [(p.source, p.day, p.start, p.end) for p in pieces] == [
         ("realtime", None, at("2026-11-01", 6), at("2026-11-02")),
         ("batch", "2026-11-02", at("2026-11-02"), at("2026-11-03")),
@@ -31,20 +32,20 @@ def test_settled_whole_days_come_from_batch_the_rest_from_realtime() -> None:
 
 
 def test_a_settled_day_cut_by_the_range_is_not_served_from_batch() -> None:
-    pieces = split(at("2026-11-02", 12), at("2026-11-03"), NY, {"2026-11-02"}, at("2026-10-01"))
+    pieces = split(at("2026-11-02", 12), at("2026-11-03"), NY, Days({"2026-11-02"}), at("2026-10-01"))
     assert [p.source for p in pieces] == ["realtime"]
 
 
 def test_older_than_the_window_and_unsettled_is_missing() -> None:
     window = at("2026-11-03", 5)
-    pieces = split(at("2026-11-01"), at("2026-11-04"), NY, {"2026-11-01"}, window, merge=True)
+    pieces = split(at("2026-11-01"), at("2026-11-04"), NY, Days({"2026-11-01"}), window, merge=True)
     assert [(p.source, p.start, p.end) for p in pieces] == [
         ("batch", at("2026-11-01"), at("2026-11-02")),
         ("missing", at("2026-11-02"), window),
         ("realtime", window, at("2026-11-04")),
     ]
     # Unmerged, no piece crosses a site-local midnight (visitors are counted per day).
-    pieces = split(at("2026-11-01"), at("2026-11-04"), NY, {"2026-11-01"}, window)
+    pieces = split(at("2026-11-01"), at("2026-11-04"), NY, Days({"2026-11-01"}), window)
     assert [(p.source, p.start, p.end) for p in pieces] == [
         ("batch", at("2026-11-01"), at("2026-11-02")),
         ("missing", at("2026-11-02"), at("2026-11-03")),
@@ -65,17 +66,38 @@ def test_dst_day_has_25_hours_and_its_midnights_are_local() -> None:
 
 def test_buckets_from_batch_only_when_they_are_exactly_a_settled_day_or_hour() -> None:
     window = at("2026-11-10")
-    day = classify_bucket(at("2026-11-02"), at("2026-11-03"), NY, {"2026-11-02"}, window)
+    day = classify_bucket(at("2026-11-02"), at("2026-11-03"), NY, Days({"2026-11-02"}), window)
     assert (day.source, day.day, day.bucket) == ("batch", "2026-11-02", None)
-    hour = classify_bucket(at("2026-11-02", 7), at("2026-11-02", 8), NY, {"2026-11-02"}, window)
+    hour = classify_bucket(at("2026-11-02", 7), at("2026-11-02", 8), NY, Days({"2026-11-02"}), window)
     assert (hour.source, hour.bucket) == ("batch", ms(at("2026-11-02", 7)))
     # A day bucket in another zone is not a site day: it cannot come from the daily rollup.
     tokyo = ZoneInfo("Asia/Tokyo")
-    other = classify_bucket(at("2026-11-02", tz=tokyo), at("2026-11-03", tz=tokyo), NY, {"2026-11-01"}, window)
+    other = classify_bucket(at("2026-11-02", tz=tokyo), at("2026-11-03", tz=tokyo), NY, Days({"2026-11-01"}), window)
     assert other.source == "missing"
-    minute = classify_bucket(at("2026-11-02", 7), at("2026-11-02", 7) + dt.timedelta(minutes=1), NY, {"2026-11-02"},
-                             at("2026-11-01"))  # fmt: skip
+    minute_end = at("2026-11-02", 7) + dt.timedelta(minutes=1)
+    minute = classify_bucket(at("2026-11-02", 7), minute_end, NY, Days({"2026-11-02"}), at("2026-11-01"))
     assert minute.source == "realtime"
+
+
+def test_imported_days_answer_whole_days_the_site_did_not_settle_or_all_when_imports_win() -> None:
+    window = at("2026-11-10")
+    own = Days({"2026-11-02", "2026-11-03"}, {"2026-11-01", "2026-11-02"})
+    pieces = split(at("2026-11-01"), at("2026-11-04"), NY, own, window)
+    assert [(p.source, p.day) for p in pieces] == [
+        ("imported", "2026-11-01"), ("batch", "2026-11-02"), ("batch", "2026-11-03")
+    ]  # fmt: skip
+    theirs = Days(own.settled, own.imported, imported_wins=True)
+    pieces = split(at("2026-11-01"), at("2026-11-04"), NY, theirs, window)
+    assert [p.source for p in pieces] == ["imported", "imported", "batch"]
+    # Part of an imported day is not that day: an import has no hours.
+    part = split(at("2026-11-01", 12), at("2026-11-02"), NY, own, window)
+    assert [p.source for p in part] == ["missing"]
+    day = classify_bucket(at("2026-11-01"), at("2026-11-02"), NY, own, window)
+    assert (day.source, day.day, day.bucket) == ("imported", "2026-11-01", None)
+    hour = classify_bucket(at("2026-11-01", 7), at("2026-11-01", 8), NY, own, window)
+    assert (hour.source, hour.day, hour.bucket) == ("imported", "2026-11-01", ms(at("2026-11-01", 7)))
+    assert classify_bucket(at("2026-11-02", 7), at("2026-11-02", 8), NY, own, window).source == "batch"
+    assert classify_bucket(at("2026-11-02", 7), at("2026-11-02", 8), NY, theirs, window).source == "imported"
 
 
 def test_realtime_window_starts_on_a_whole_minute_inside_retention() -> None:
@@ -88,13 +110,23 @@ settled_days = st.sets(st.sampled_from([f"2026-11-{d:02d}" for d in range(1, 11)
 offsets = st.integers(min_value=0, max_value=10 * 24 * 60)
 
 
-@given(settled_days, offsets, offsets, offsets, st.sampled_from(["America/New_York", "Asia/Kolkata", "UTC"]))
-def test_pieces_cover_the_range_exactly_once(settled: set[str], a: int, b: int, w: int, tz_name: str) -> None:
+@given(
+    settled_days,
+    settled_days,
+    st.booleans(),
+    offsets,
+    offsets,
+    offsets,
+    st.sampled_from(["America/New_York", "Asia/Kolkata", "UTC"]),
+)
+def test_pieces_cover_the_range_exactly_once(
+    settled: set[str], imported: set[str], imported_wins: bool, a: int, b: int, w: int, tz_name: str
+) -> None:
     tz = ZoneInfo(tz_name)
     base = dt.datetime(2026, 11, 1, tzinfo=tz).astimezone(UTC)  # absolute minutes across the DST change
     start, end = sorted((base + dt.timedelta(minutes=a), base + dt.timedelta(minutes=b)))
     window = base + dt.timedelta(minutes=w)
-    pieces = split(start, end, tz, settled, window, merge=bool(a % 2))
+    pieces = split(start, end, tz, Days(settled, imported, imported_wins), window, merge=bool(a % 2))
     if start == end:
         assert pieces == []
         return
@@ -104,9 +136,11 @@ def test_pieces_cover_the_range_exactly_once(settled: set[str], a: int, b: int, 
         assert left.end == right.start
     for p in pieces:
         assert p.start < p.end
-        if p.source == "batch":
-            assert p.day in settled
+        if p.source in ("batch", "imported"):
+            assert p.day in (settled if p.source == "batch" else imported)
             assert p.start == local_midnight(dt.date.fromisoformat(p.day), tz).astimezone(UTC)
+            # A day both stores hold is the site's own unless it prefers its imports.
+            assert (p.source == "imported") == (p.day in imported and (imported_wins or p.day not in settled))
         elif p.source == "missing":
             assert p.end <= window
         else:
@@ -153,11 +187,12 @@ def test_both_repeated_hours_come_from_the_rollup_inside_the_realtime_window() -
     now = dt.datetime(2026, 10, 26, 7, tzinfo=UTC)
     window = realtime_window_start(now, 48 * 3600)
     assert window < start.astimezone(UTC)
-    pieces = [classify_bucket(s, e, BERLIN, {"2026-10-25"}, window) for s, e in buckets(start, end, "hour", BERLIN)]
+    day = Days({"2026-10-25"})
+    pieces = [classify_bucket(s, e, BERLIN, day, window) for s, e in buckets(start, end, "hour", BERLIN)]
     assert [p.source for p in pieces] == ["batch"] * 25
     assert len({p.bucket for p in pieces}) == 25
     repeated = [p.start.isoformat() for p in pieces if p.start.astimezone(BERLIN).hour == 2]
     assert repeated == ["2026-10-25T02:00:00+02:00", "2026-10-25T02:00:00+01:00"]
     # Unsettled, the same hours come from Redis, each once, and still as 25 distinct spans.
-    live = [classify_bucket(s, e, BERLIN, set(), window) for s, e in buckets(start, end, "hour", BERLIN)]
+    live = [classify_bucket(s, e, BERLIN, Days(set()), window) for s, e in buckets(start, end, "hour", BERLIN)]
     assert [p.source for p in live] == ["realtime"] * 25
