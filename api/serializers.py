@@ -257,3 +257,20 @@ class FunnelReportSerializer(RangedSerializer):
     strict = serializers.BooleanField()
     steps = FunnelStepResultSerializer(many=True)
     sources = SourcesSerializer()
+
+
+class ImportSerializer(serializers.Serializer):
+    import_id = serializers.CharField()
+    source = serializers.CharField(help_text="the product whose export it was (plausible)")
+    files = serializers.ListField(child=serializers.CharField(), help_text="the export's file names")
+    first = serializers.DateField(help_text="its first day")
+    last = serializers.DateField(help_text="its last day")
+    days = serializers.IntegerField(help_text="days with rows")
+    rows = serializers.DictField(child=serializers.IntegerField(), help_text="rows read per table")
+    created = serializers.DateTimeField()
+    state = serializers.ChoiceField(choices=("loading", "complete"))
+
+
+class ImportListSerializer(serializers.Serializer):
+    site_id = serializers.CharField()
+    results = ImportSerializer(many=True)

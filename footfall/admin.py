@@ -10,7 +10,7 @@ from footfall.models import ApiKey, Funnel, FunnelStep, Goal, Site
 
 @admin.register(Site)
 class SiteAdmin(admin.ModelAdmin):
-    list_display = ("site_id", "name", "timezone", "respect_dnt", "drop_bots", "created_at")
+    list_display = ("site_id", "name", "timezone", "respect_dnt", "drop_bots", "imports_win", "created_at")
     search_fields = ("site_id", "name")
 
 

@@ -109,25 +109,6 @@ def save(db: Database, site_id: str, export: PlausibleExport, source: str = "pla
     return ImportSummary.of({**record, "state": COMPLETE})
 
 
-def list_imports(db: Database, site_id: str | None = None) -> list[ImportSummary]:
-    """The imports (of ``site_id``, or all), oldest first."""
-    query = {} if site_id is None else {"site_id": site_id}
-    return [ImportSummary.of(doc) for doc in db[IMPORTS].find(query).sort([("created", ASCENDING)])]
-
-
-def delete(db: Database, import_id: str) -> int:
-    """Remove an import and every document it wrote; the number of documents removed. KeyError
-    for an unknown id. The record goes last: a delete cut short is finished by running it again."""
-    if db[IMPORTS].find_one({"_id": import_id}, {"_id": 1}) is None:
-        raise KeyError(import_id)
-    db[IMPORTS].update_one({"_id": import_id}, {"$set": {"state": LOADING}})  # readers stop taking it first
-    removed = sum(
-        db[name].delete_many({"import_id": import_id}).deleted_count for name in (IMPORTED_DAILY, IMPORTED_BREAKDOWNS)
-    )
-    db[IMPORTS].delete_one({"_id": import_id})
-    return removed
-
-
 def _daily(import_id: str, site_id: str, export: PlausibleExport) -> Iterator[dict]:
     for day, imported in export.days.items():
         if imported.totals:
@@ -150,14 +131,35 @@ def _day_breakdowns(import_id: str, site_id: str, day: str, imported: ImportedDa
             }  # fmt: skip
 
 
-class ImportReads:
-    """The imported history of complete imports, as the query layer reads it
-    (:class:`query.stores.ImportedHistory`). Days are site-local ``YYYY-MM-DD``; ``days``
-    arguments map each day to the import that holds it (from :meth:`days`), so a document of
-    an import that is loading or being deleted is never read."""
+class Imports:
+    """The imports of one database: listed and deleted (the command, the API, the admin), and
+    their figures read by the query layer (:class:`query.stores.ImportedHistory`: complete
+    imports only). Days are site-local ``YYYY-MM-DD``; ``days`` arguments map each day to the
+    import that holds it (from :meth:`days`), so a document of an import that is loading or
+    being deleted is never read."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    def listed(self, site_id: str | None = None) -> list[ImportSummary]:
+        """The imports (of ``site_id``, or all), oldest first."""
+        query = {} if site_id is None else {"site_id": site_id}
+        return [ImportSummary.of(doc) for doc in self.db[IMPORTS].find(query).sort([("created", ASCENDING)])]
+
+    def delete(self, import_id: str, site_id: str | None = None) -> int:
+        """Remove an import (of ``site_id``, if given) and every document it wrote; the number of
+        documents removed. KeyError for an unknown id. The record goes last: a delete cut short
+        is finished by running it again."""
+        query = {"_id": import_id} if site_id is None else {"_id": import_id, "site_id": site_id}
+        if self.db[IMPORTS].find_one(query, {"_id": 1}) is None:
+            raise KeyError(import_id)
+        self.db[IMPORTS].update_one({"_id": import_id}, {"$set": {"state": LOADING}})  # readers stop taking it first
+        removed = sum(
+            self.db[name].delete_many({"import_id": import_id}).deleted_count
+            for name in (IMPORTED_DAILY, IMPORTED_BREAKDOWNS)
+        )
+        self.db[IMPORTS].delete_one({"_id": import_id})
+        return removed
 
     def days(self, site: str, first: str, last: str) -> dict[str, str]:
         """Each day from ``first`` to ``last`` that a complete import of ``site`` covers, with its import id."""

@@ -9,7 +9,7 @@ from typing import cast
 from footfall.breaker import Guarded
 from footfall.config import footfall_config
 from historical import store as mongo
-from historical.imported import ImportReads
+from historical.imported import Imports
 from historical.reads import RollupReads
 from historical.store import connect
 from query.conversions import Conversions
@@ -29,10 +29,10 @@ def get_rollups() -> RollupReads:
 
 
 @cache
-def get_imports() -> ImportReads:
+def get_imports() -> Imports:
     cfg = footfall_config()
     _, db = connect(cfg.mongo_url, cfg.mongo_db, cfg.mongo_timeout_ms, cfg.mongo_query_timeout_ms)
-    return cast(ImportReads, Guarded(ImportReads(db), "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
+    return cast(Imports, Guarded(Imports(db), "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
 
 
 @cache

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from footfall.goals import GoalSpec
+from historical.imported import ImportSummary
 from historical.reads import FunnelHistory, HourDocs, Settlement, Sums
 from realtime.reads import Engagement, EventRow, GoalCount, LiveView, Row
 
@@ -25,6 +26,7 @@ __all__ = [
     "FunnelHistory",
     "GoalCount",
     "HourDocs",
+    "ImportSummary",
     "ImportedHistory",
     "LiveView",
     "RecentReads",

@@ -23,6 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("--drop-bots", action="store_true", help="drop crawler traffic instead of flagging it")
         parser.add_argument("--keep-param", action="append", default=[], metavar="NAME",
                             help="query parameter kept in page URLs besides ref and source (repeatable)")  # fmt: skip
+        parser.add_argument("--imports-win", action="store_true",
+                            help="on days both hold, answer from imported history, not Footfall's own rollup")  # fmt: skip
 
     def handle(self, *args: object, **opts: object) -> None:
         site = Site.objects.filter(site_id=opts["site_id"]).first() or Site(site_id=opts["site_id"])
@@ -34,6 +36,7 @@ class Command(BaseCommand):
         site.respect_dnt = not opts["ignore_dnt"]
         site.drop_bots = bool(opts["drop_bots"])
         site.query_params = list(opts["keep_param"]) or site.query_params
+        site.imports_win = bool(opts["imports_win"])
         try:
             site.full_clean()
         except ValidationError as exc:
@@ -42,4 +45,5 @@ class Command(BaseCommand):
         self.stdout.write(
             f"site {site.site_id}: domains={site.domains} origins={sorted(site.origins())} tz={site.timezone}"
             + (f" keeps ?{'&'.join(site.query_params)}" if site.query_params else "")
+            + (" imports win" if site.imports_win else "")
         )

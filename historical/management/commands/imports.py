@@ -50,7 +50,7 @@ class Command(BaseCommand):
                 self._list(db, opts["site"] and str(opts["site"]))
             else:
                 try:
-                    removed = imported.delete(db, str(opts["import_id"]))
+                    removed = imported.Imports(db).delete(str(opts["import_id"]))
                 except KeyError:
                     raise CommandError(f"no import {opts['import_id']} (manage.py imports list shows them)") from None
                 self.stdout.write(f"deleted import {opts['import_id']}: {removed:,} documents")
@@ -72,7 +72,7 @@ class Command(BaseCommand):
         )
 
     def _list(self, db: Database, site_id: str | None) -> None:
-        found = imported.list_imports(db, site_id)
+        found = imported.Imports(db).listed(site_id)
         if not found:
             self.stdout.write("no imports")
         for one in found:
