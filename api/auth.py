@@ -33,7 +33,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from footfall.config import footfall_config
-from footfall.models import EXPORT_SCOPE, ApiKey
+from footfall.models import EXPORT_SCOPE, ApiKey, Site
 
 if TYPE_CHECKING:
     # Annotations only: DRF imports this module (DEFAULT_AUTHENTICATION_CLASSES) while it is
@@ -61,13 +61,15 @@ def verified_key(key: str) -> ApiKey | None:
 
 
 def forget_verified_keys(**_: object) -> None:
-    """Drop every remembered key (on any change of a key in this process, e.g. a revocation)."""
+    """Drop every remembered key (on any change of a key in this process, e.g. a revocation, or
+    of a site, whose settings a key carries; other processes see either within the cache's TTL)."""
     with _verified_lock:
         _verified.clear()
 
 
 post_save.connect(forget_verified_keys, sender=ApiKey, dispatch_uid="api.auth.forget_verified_keys")
 post_delete.connect(forget_verified_keys, sender=ApiKey, dispatch_uid="api.auth.forget_verified_keys_delete")
+post_save.connect(forget_verified_keys, sender=Site, dispatch_uid="api.auth.forget_verified_keys_site")
 
 
 class ApiKeyAuthentication(BaseAuthentication):

@@ -26,6 +26,7 @@ METRIC_LABELS = {
 }
 ACCENT = "#2563eb"
 MUTED = "#94a3b8"
+IMPORTED = "#d97706"  # points of imported history (another product's figures)
 LABEL_MAX = 48
 BASE_LAYOUT = {
     "template": "plotly_white",
@@ -195,7 +196,8 @@ def metric_series(
     interval: str,
     previous: Sequence[Mapping[str, object]] | None = None,
 ) -> go.Figure:
-    """A metric over time; with ``previous``, the previous period's points overlaid on the same x."""
+    """A metric over time; with ``previous``, the previous period's points overlaid on the same x.
+    Points from imported history are marked (another colour, "imported" in their hover)."""
     if not points or all(p["value"] is None for p in points):
         return empty_figure(f"No {METRIC_LABELS.get(metric, metric).lower()} for this range")
     fmt = "%Y-%m-%d" if interval == "day" else "%Y-%m-%d %H:%M"
@@ -220,16 +222,18 @@ def metric_series(
                 hovertemplate=f"previous (%{{customdata}}): %{{y:,.1f}}{suffix}<extra></extra>",
             )
         )
+    imported = [p.get("source") == "imported" for p in points]
     fig.add_trace(
         go.Scatter(
             x=x,
             y=values(points),
             name=METRIC_LABELS.get(metric, metric),
-            mode="lines+markers" if len(points) <= 62 else "lines",
+            mode="lines+markers" if len(points) <= 62 or any(imported) else "lines",
             line={"color": ACCENT, "width": 2},
+            marker={"color": [IMPORTED if mark else ACCENT for mark in imported]},
             fill="tozeroy" if metric in {"pageviews", "visitors", "sessions"} else None,
             fillcolor="rgba(37, 99, 235, 0.08)",
-            customdata=labels,
+            customdata=[f"{label} (imported)" if mark else label for label, mark in zip(labels, imported, strict=True)],
             hovertemplate=f"%{{customdata}}: %{{y:,.1f}}{suffix}<extra></extra>",
         )
     )

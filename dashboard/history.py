@@ -248,6 +248,15 @@ def totals(
     return (no_update if same else store, label, *cards(aggregate, on), "", True)
 
 
+def imported_note(days: list[str], imports: list[str]) -> str:
+    """What the history view says of days answered from imported history."""
+    span = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+    return (
+        f"imported history (another product's figures, marked in the chart): {len(days)} day(s), {span}, "
+        f"import {', '.join(imports)}; no hours, engaged time or funnels there"
+    )
+
+
 @callbacks.callback(
     Output("hist-series", "figure"),
     Output("hist-notes", "children"),
@@ -276,6 +285,10 @@ def series(store: dict | None, metric: str, filter_store: dict | None) -> tuple:
     points = [p for p in body["points"] if dt.datetime.fromisoformat(p["t"]) <= now]  # no future buckets
     fig = figures.metric_series(points, metric, tz, rng.interval, previous)
     notes = list(dict.fromkeys([*store.get("notes", []), *body["sources"]["notes"]]))
+    imported = body["sources"].get("imported") or {}
+    if imported.get("days"):
+        days = imported["days"]
+        notes.insert(0, imported_note(days, imported.get("imports", [])))
     watermark = body["sources"].get("watermark")
     notes.append(f"settled by the nightly rollup up to {watermark}" if watermark else "no day rolled up yet")
     if flt is not None:

@@ -97,6 +97,7 @@ class Site(models.Model):
     )
     imports_win = models.BooleanField(
         default=False,
+        db_default=False,  # rows written without it (older code during an upgrade) say False too
         help_text="On a day both imported history and Footfall's own rollup hold, answer from the import "
         "(by default Footfall's own figures win).",
     )

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--keep-param", action="append", default=[], metavar="NAME",
                             help="query parameter kept in page URLs besides ref and source (repeatable)")  # fmt: skip
         parser.add_argument("--imports-win", action="store_true",
-                            help="on days both hold, answer from imported history, not Footfall's own rollup")  # fmt: skip
+                            help="on days both hold, answer from imported history, not the own rollup")  # fmt: skip
 
     def handle(self, *args: object, **opts: object) -> None:
         site = Site.objects.filter(site_id=opts["site_id"]).first() or Site(site_id=opts["site_id"])
