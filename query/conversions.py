@@ -65,6 +65,7 @@ class Conversions:
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         notes.append(self.svc.visitor_note(pieces, rng))
+        notes += self.svc.imported_absent(site, rng, settled, "custom event properties")
         ranked = sorted(merged.items(), key=lambda kv: (-kv[1].events, kv[0]))
         chosen = ranked[(page - 1) * limit : page * limit]
         return {
@@ -116,7 +117,7 @@ class Conversions:
                     counts[goal_id][0] += got.conversions
                     counts[goal_id][1] += got.visitors
         total = self.svc.totals(site, pieces, self.svc.daily(site, settled, days))["visitors"]
-        notes = [self.svc.visitor_note(pieces, rng)]
+        notes = [self.svc.visitor_note(pieces, rng), *self.svc.imported_absent(site, rng, settled, "goals")]
         for g in goals:
             before = sorted(d for d in days if g.goal_id not in settled.goals.get(d, frozenset()))
             if before:
@@ -197,6 +198,7 @@ class Conversions:
                 "rolled up before the goal, or before conversions were attributed to sources, and count nothing "
                 "for it; roll them up again to count it"
             )
+        notes += self.svc.imported_absent(site, rng, settled, "goals")
         return {
             "site_id": sid,
             "from": iso(rng.start),
@@ -231,6 +233,7 @@ class Conversions:
             lambda: self.svc.rollups.funnel(sid, spec.funnel_id, days) or none,
         )  # fmt: skip
         notes = [f"visitors: {VISITORS_DAILY_SUM if len(days) > 1 else VISITORS_EXACT}"]
+        notes += self.svc.imported_absent(site, rng, settled, "funnels")
         unsettled = sorted({p.day for p in pieces if p.source != "batch" and p.day})
         if unsettled or any(p.source != "batch" and not p.day for p in pieces):
             notes.append("funnels are counted by the nightly rollup only: the part of the range not settled yet "
@@ -316,7 +319,7 @@ class Conversions:
             settled, ("event_prop_names", sid, event), days,
             lambda: self.svc.rollups.event_property_names(sid, event, days),
         )  # fmt: skip
-        notes = []
+        notes = self.svc.imported_absent(site, rng, settled, "custom event properties")
         if any(p.source != "batch" for p in pieces):
             notes.append("property names come from the settled days only; recent days add theirs once rolled up")
         ranked = sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))

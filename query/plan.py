@@ -21,7 +21,7 @@ the *same* zone by wall clock, which is wrong across a DST change.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
@@ -39,7 +39,7 @@ class Days:
     ``imported`` (another product's history) and which of the two wins a day both hold."""
 
     settled: AbstractSet[str]
-    imported: AbstractSet[str] = frozenset()
+    imported: Collection[str] = frozenset()  # a mapping of day to import id will do
     imported_wins: bool = False
 
     def source(self, day: str) -> Source | None:

@@ -146,6 +146,15 @@ class QueryService:
         last = site_day(end - dt.timedelta(microseconds=1), tz)
         return self.imported.days(site.site_id, site_day(start, tz).isoformat(), last.isoformat())
 
+    def imported_absent(self, site: QuerySite, rng: Range, settled: Settlement, what: str) -> list[str]:
+        """A note for an answer that takes nothing from imports (``what``: goals, funnels, ...)
+        over a range with imported days the site has not settled: those count nothing there."""
+        left = sorted(set(self.imports(site, rng.start, rng.end)) - settled.days)
+        if not left:
+            return []
+        span = left[0] if len(left) == 1 else f"{left[0]} to {left[-1]}"
+        return [f"imported history holds no {what}: its {len(left)} day(s) ({span}) count nothing here"]
+
     @staticmethod
     def days(site: QuerySite, settled: Settlement, imported: Mapping[str, str]) -> Days:
         return Days(settled.days, imported, site.imports_win)

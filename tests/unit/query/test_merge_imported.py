@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from historical.reads import Sums
+from query.conversions import Conversions
 from query.params import Filter
 from query.service import IMPORTED_ENGAGEMENT_NOTE, QueryService, QuerySite
 from tests.unit.query.memory_stores import SITE, MemoryCounters, MemoryRollups
@@ -129,3 +130,11 @@ def test_a_filtered_series_reads_the_imported_rows_of_its_value() -> None:
     other = service().timeseries(SITE_INFO, "pageviews", "day", days(21, 21), Filter("ref_type", "search"))
     assert other["points"][0]["value"] is None
     assert any("imports hold no ref_type breakdown" in note for note in other["sources"]["notes"])
+
+
+def test_goals_and_funnels_say_imported_days_count_nothing_for_them() -> None:
+    answer = Conversions(service()).goals(SITE_INFO, days(21, 25), [])
+    note = "imported history holds no goals: its 3 day(s) (2026-10-21 to 2026-10-23) count nothing here"
+    assert note in answer["sources"]["notes"]
+    settled_only = Conversions(service()).goals(SITE_INFO, days(24, 25), [])
+    assert not any("imported history" in n for n in settled_only["sources"]["notes"])
