@@ -40,8 +40,9 @@ class ImportsView(SiteView):
         responses={200: s.ImportListSerializer, **ERRORS},
     )
     def get(self, request: Request, site_id: str) -> Response:
-        site = self.site(request)
-        return Response({"site_id": site.site_id, "results": [import_json(i) for i in get_imports().listed(site_id)]})
+        site = self.site(request)  # the key's site, which the URL's must be
+        found = get_imports().listed(site.site_id)
+        return Response({"site_id": site.site_id, "results": [import_json(one) for one in found]})
 
 
 class ImportView(SiteView):
@@ -54,7 +55,7 @@ class ImportView(SiteView):
     def delete(self, request: Request, site_id: str, import_id: str) -> Response:
         require_manage(request)
         try:
-            get_imports().delete(import_id, site_id)
+            get_imports().delete(import_id, self.site(request).site_id)
         except KeyError:
             raise Http404("no such import") from None
         return Response(status=204)

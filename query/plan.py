@@ -127,7 +127,7 @@ def classify_bucket(
         local_midnight(day + dt.timedelta(days=1), site_tz)
     )
     if source == "imported":
-        return Piece(start, end, "imported", day.isoformat(), None if whole else int(_utc(start).timestamp() * 1000))
+        return Piece(start, end, "imported", day.isoformat(), None if whole else ms(start))
     if source == "batch":
         if whole:
             return Piece(start, end, "batch", day.isoformat())
