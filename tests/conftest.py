@@ -22,6 +22,15 @@ def cfg() -> Config:
     return settings.FOOTFALL
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quick_password_hashing() -> None:
+    """Passwords hashed with MD5 in the tests' own processes, as Django advises for tests: the
+    deployment's PBKDF2 is slow on purpose (about 0.3 CPU-s a check here) and the tests sign in
+    hundreds of times, for what they are about, never the hash. Servers a test starts as
+    processes of their own hash as deployed."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(autouse=True)
 def quiet_logs_start_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test sees its own first log line of a kind: the once-a-minute filters

@@ -91,5 +91,8 @@ def produce(cfg: Config, topic: str, payloads: Sequence[bytes | Event]) -> None:
 
 def tail_groups(cfg: Config) -> list[str]:
     """The consumer groups named like the live tail's: a tail that joined or committed left one."""
-    listed = AdminClient(client_config(cfg.kafka)).list_consumer_groups(request_timeout=10).result()
+    # The client stays referenced until its future is done: a client freed while its request is
+    # in flight left that future waiting for good once (a CI run hung here for 10 minutes).
+    admin = AdminClient(client_config(cfg.kafka))
+    listed = admin.list_consumer_groups(request_timeout=10).result(timeout=30)
     return [group.group_id for group in listed.valid if group.group_id.startswith(GROUP_PREFIX)]

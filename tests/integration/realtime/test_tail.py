@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[3]
 SHOWN_WITHIN_S = 1.0
 
 
-def tests_database() -> dict[str, str]:
+def database_env() -> dict[str, str]:
     """This environment, with the tests' database (the site the tail looks up is there)."""
     return {**os.environ, "DATABASE_URL": f"sqlite:///{django_settings.DATABASES['default']['NAME']}"}
 
@@ -42,7 +42,7 @@ class Tail:
 
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "tail", *args], cwd=REPO, env=tests_database(),
+            [sys.executable, "manage.py", "tail", *args], cwd=REPO, env=database_env(),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
         )  # fmt: skip
         self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
@@ -143,7 +143,7 @@ def test_bad_arguments_are_refused_with_the_reason() -> None:
     ):
         if args[:2] == ["--site", "x"]:
             Site.objects.get_or_create(site_id="x", defaults={"name": "X"})
-        proc = subprocess.run([sys.executable, "manage.py", "tail", *args], cwd=REPO, env=tests_database(),
+        proc = subprocess.run([sys.executable, "manage.py", "tail", *args], cwd=REPO, env=database_env(),
                               capture_output=True, text=True, timeout=60)  # fmt: skip
         assert proc.returncode == 1
         assert message in proc.stderr, proc.stderr
