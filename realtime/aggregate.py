@@ -246,7 +246,10 @@ def _add_minute(
         batch.expire_at[counters] = when
         for name, incr in counts.items():
             batch.hincr[(counters, name)] += incr
-    members = [v[:VISITOR_CHARS] if (v := e.visitor_id) else None for e in humans]  # realtime.keys.visitor_member
+    # An engagement report (sent as a tab is hidden) makes no visitor on its own: only what a
+    # visitor did (page views, custom events) counts them, as the batch layer does.
+    actors = [e for e in humans if e.type != ENGAGEMENT] if types.get(ENGAGEMENT) else humans
+    members = [v[:VISITOR_CHARS] if (v := e.visitor_id) else None for e in actors]  # realtime.keys.visitor_member
     visitors = set(members)
     visitors.discard(None)
     if visitors:
@@ -255,7 +258,7 @@ def _add_minute(
             batch.expire_at[uv] = when
         active, seen_at = layout.active(site), batch.seen_at
         batch.expire_at[active] = max(expires, batch.expire_at.get(active, 0))
-        for e, member in zip(humans, members, strict=True):
+        for e, member in zip(actors, members, strict=True):
             if member and e.ts > seen_at.get((active, member), 0):
                 seen_at[(active, member)] = e.ts
     return views

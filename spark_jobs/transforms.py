@@ -24,7 +24,9 @@ Pipeline (:func:`rollup` wires it)::
 What the metrics mean (``day`` is always a local day; bots never count as humans):
 
 * ``pageviews``: human events of type ``pageview``.
-* ``visitors``: distinct non-null ``visitor_id`` of human events. Visitor ids are salted
+* ``visitors``: distinct non-null ``visitor_id`` of human events other than engagement
+  reports (a report alone, e.g. from a tab hidden after midnight, makes no visitor; its
+  engaged time still counts on the day it arrives). Visitor ids are salted
   daily and the salt is destroyed (DESIGN invariant 5), so a visitor is only recognisable
   within one day: someone returning on another day is a new visitor. Visitor counts are
   per bucket (day, hour, breakdown value) and must never be summed across buckets: the
@@ -248,7 +250,9 @@ def _event_counts(events: DataFrame, keys: list[str]) -> DataFrame:
     # Per visitor first, then per bucket: a visitor's rows are one group, so the distinct count is a count.
     per_visitor = events.groupBy(*keys, *visitor_keys(events)).agg(
         F.count_if(_human() & is_pageview).alias("pageviews"),
-        F.max(_human()).alias("_human"),
+        # A visitor is someone who did something: an engagement report (sent as a tab is hidden,
+        # maybe after midnight) makes no visitor on its own.
+        F.max(_human() & ~is_engagement).alias("_visitor"),
         F.count_if(_human()).alias("events"),
         F.count_if(_is_bot()).alias("bot_events"),
         F.count_if(_human() & ~F.col("type").isin(*NON_CUSTOM_TYPES)).alias("custom_events"),
@@ -258,7 +262,7 @@ def _event_counts(events: DataFrame, keys: list[str]) -> DataFrame:
     )
     return per_visitor.groupBy(*keys).agg(
         F.sum("pageviews").alias("pageviews"),
-        F.count(F.when(F.col("_human"), F.col("visitor_id"))).alias("visitors"),
+        F.count(F.when(F.col("_visitor"), F.col("visitor_id"))).alias("visitors"),
         *[F.sum(c).alias(c) for c in ("events", "bot_events", "custom_events", "engaged_ms", "engagements")],
     )
 

@@ -225,3 +225,23 @@ def test_rollup_counts_engagement_on_the_local_day_of_a_clock_change(make_events
     ]
     ddl = "dimension STRING, value STRING, pageviews BIGINT, visitors BIGINT, events BIGINT, engaged_ms BIGINT, "
     assertDataFrameEqual(got, events.sparkSession.createDataFrame(expected, ddl + "scroll_sum BIGINT"))
+
+
+def test_an_engagement_report_alone_makes_no_visitor_nor_lowers_a_conversion_rate(make_events, make_zones, changes):
+    """One visitor views a page and signs up; another's only event of the day is an engagement
+    report (a tab hidden after midnight). The day has one visitor, who converted: a rate of
+    1.0, not 0.5. The report's engaged time still counts, on the day it arrives."""
+    rows = [
+        {"event_id": "p", "type": "pageview", "ts": at(10), "visitor_id": "a", "path": "/"},
+        custom("c", "signup", "a"),
+        report("r", "/", 4000, visitor_id="late"),
+    ]
+    events = make_events(*rows)
+    goals = {"s": [GoalSpec("g", "event", name="Signup", event="signup")]}
+    rolled = rollup(events, make_zones({"s": "UTC"}), [DAY], changes, goals=goals)
+    daily = rolled["daily"].select("visitors", "engaged_ms", "engagements").collect()
+    assert [tuple(row) for row in daily] == [(1, 4000, 1)]
+    hours = rolled["hourly"].where(F.col("visitors") > 0).select("visitors").collect()
+    assert [row.visitors for row in hours] == [1]  # the 10:00 hour; the report's 12:00 has none
+    goal = rolled["breakdowns"].where(F.col("dimension") == "goal").select("visitors").collect()
+    assert [row.visitors for row in goal] == [1]

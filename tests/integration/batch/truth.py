@@ -37,7 +37,7 @@ def exact(events: Iterable[Event], tz: str, days: set[str]) -> dict[str, dict]:
         day = local_day(e.ts, tz)
         if day not in out:
             continue
-        if e.visitor_id:
+        if e.visitor_id and e.type != "engagement":  # a report alone makes no visitor
             out[day]["visitors"].add(e.visitor_id)
         if e.type == "pageview":
             out[day]["pageviews"] += 1

@@ -5,11 +5,13 @@ with the product's code."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
+from zoneinfo import ZoneInfo
 
 import msgspec
 import pytest
@@ -20,6 +22,11 @@ from footfall.config import Config
 from footfall.demo import DemoTraffic
 from footfall.goals import GoalSpec
 from footfall_capture.events import Event, UserAgent
+from historical.reads import RollupReads
+from historical.store import connect
+from query.conversions import Conversions
+from query.params import Range
+from query.service import QueryService, QuerySite
 from realtime.keys import KeyLayout
 from realtime.reads import Engagement, EventRow, GoalCount, RealtimeQueries
 from realtime.store import CounterStore
@@ -239,3 +246,30 @@ def test_workers_count_custom_events_and_engagement_from_kafka(
     check(queries, site, events, start, end)
     assert (queries.goal_counts(site, GOALS, start, end), queries.engagement(site, "page", start, end),
             queries.event_properties(site, "download", "url", start, end)) == counted  # fmt: skip
+
+
+def test_an_engagement_report_alone_makes_no_visitor_today(store: CounterStore, cfg: Config) -> None:
+    """Today (the speed layer): one visitor views a page and signs up, another only sends an
+    engagement report. One visitor, who converted: the goal's rate is 1.0, not 0.5."""
+    site, now = f"eo-{uuid.uuid4().hex[:8]}", int(time.time() * 1000)
+    gen = DemoTraffic(site_id=site, visitors=5, seed=3)
+    base = next(e for e in (gen.event(now - 60_000) for _ in range(50)) if not (e.ua and e.ua.is_bot))
+    converter, lone = "c0" * 16, "e0" * 16
+    events = [
+        msgspec.structs.replace(base, type="pageview", visitor_id=converter),
+        msgspec.structs.replace(base, event_id=str(uuid.uuid4()), type="signup", props={}, visitor_id=converter),
+        msgspec.structs.replace(base, event_id=str(uuid.uuid4()), type="engagement", props={"engaged_ms": 4000},
+                                visitor_id=lone),
+    ]  # fmt: skip
+    assert store.apply(events, now).counted == 3
+    client, db = connect(cfg.mongo_url, cfg.mongo_db)
+    try:
+        service = QueryService(RollupReads(db), RealtimeQueries(store), cfg.realtime_retention_s)
+        moment = dt.datetime.fromtimestamp(now / 1000, dt.UTC)
+        rng = Range(moment - dt.timedelta(minutes=5), moment + dt.timedelta(minutes=1), ZoneInfo("UTC"))
+        goal = GoalSpec("signup", "event", event="signup")
+        (row,) = Conversions(service).goals(QuerySite(site, "UTC"), rng, [goal])["results"]
+        assert (row["visitors"], row["conversion_rate"]) == (1, 1.0)
+        assert service.aggregate(QuerySite(site, "UTC"), rng, compare=False)["results"]["visitors"]["value"] == 1
+    finally:
+        client.close()

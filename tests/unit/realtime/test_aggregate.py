@@ -187,6 +187,28 @@ def test_engaged_time_is_capped_per_report_and_summed_per_page_and_referrer() ->
     assert engaged_ms(msgspec.structs.replace(base, props={"engaged_ms": True})) == 0
 
 
+LONE, VIEWER = "a1" * 16, "b2" * 16
+
+
+def test_an_engagement_report_alone_makes_no_visitor() -> None:
+    """A tab hidden after midnight sends a report in a minute (and hour) where its visitor did
+    nothing else: no visitor there, nor a concurrent one; a page view in the minute does."""
+    base = events(1)[0]
+    minute = (NOW - 600_000) // 60_000
+    lone = msgspec.structs.replace(report(base, minute * 60_000, 5000), visitor_id=LONE)
+    viewer = msgspec.structs.replace(base, event_id=str(uuid.uuid4()), ts=minute * 60_000 + 1, visitor_id=VIEWER)
+    agg = aggregate([lone, msgspec.structs.replace(report(base, minute * 60_000 + 2, 1), visitor_id=VIEWER), viewer],
+                    LAYOUT, NOW)  # fmt: skip
+    for key in (LAYOUT.visitors("demo", minute), LAYOUT.hour_visitors("demo", minute // 60)):
+        assert agg.pfadd[key] == {visitor_member(VIEWER)}
+    assert {member for (_, member) in agg.seen_at} == {visitor_member(VIEWER)}
+    fields = {f: v for (k, f), v in agg.hincr.items() if k == LAYOUT.counters("demo", minute)}
+    assert (fields["engagements"], fields["engaged_ms"]) == (2, 5001)  # their engaged time still counts
+    alone = aggregate([lone], LAYOUT, NOW)
+    assert not alone.pfadd
+    assert not alone.seen_at
+
+
 def test_dimension_values_of_a_direct_visit() -> None:
     event = msgspec.structs.replace(events(1)[0], referrer=None, ref_domain=None, ref_type="direct", utm=None)
     values = dimension_values(event)
