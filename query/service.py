@@ -472,7 +472,7 @@ class QueryService:
         if any(p.source == "missing" for p in pieces):
             notes.append("part of the range is older than the realtime window and not rolled up yet: not counted")
         notes.append(self.visitor_note(pieces, rng))
-        # What the range holds of Footfall's own: the engagement metrics come from these only.
+        # Footfall's own part of each row, before imported days join it: engagement comes from it only.
         own = {value: sums.copy() for value, sums in merged.items()}
         has_own = any(p.source in ("batch", "realtime") for p in pieces)
         self._add_imported(site, dim, pieces, imported, merged, notes, pairs=ref is not None or path is not None)
@@ -486,7 +486,7 @@ class QueryService:
         chosen = ranked[(page - 1) * limit : page * limit]
         if rankings and chosen:
             redis_dim = "refpage" if ref is not None or path is not None else dim
-            self._add_realtime_visitors(site.site_id, redis_dim, rankings, chosen, own)
+            self._add_realtime_visitors(site.site_id, redis_dim, rankings, chosen)
         return {
             "site_id": site.site_id,
             "from": iso(rng.start),
@@ -561,17 +561,15 @@ class QueryService:
         redis_dim: str,
         rankings: list[tuple[Piece, dict[str, tuple[str, int]]]],
         chosen: list[tuple[str, Sums]],
-        own: dict[str, Sums],
     ) -> None:
         """Add each realtime piece's HLL visitors to the rows shown (only those: one PFCOUNT
-        over the piece's minutes per row, so not for the whole ranking), and to ``own``."""
+        over the piece's minutes per row, so not for the whole ranking)."""
         for p, ranking in rankings:
-            members = [(value, sums, ranking.get(value, (None, 0))[0]) for value, sums in chosen]
-            shown = [(value, sums, member) for value, sums, member in members if member is not None]
-            counts = self.rt.visitors(site_id, redis_dim, ms(p.start), ms(p.end), [m for _, _, m in shown])
-            for (value, sums, _), count in zip(shown, counts, strict=True):
+            members = [(sums, ranking.get(value, (None, 0))[0]) for value, sums in chosen]
+            shown = [(sums, member) for sums, member in members if member is not None]
+            counts = self.rt.visitors(site_id, redis_dim, ms(p.start), ms(p.end), [m for _, m in shown])
+            for (sums, _), count in zip(shown, counts, strict=True):
                 sums.visitors += count
-                own.setdefault(value, Sums()).visitors += count
 
     # -- right now -----------------------------------------------------------------------
 
