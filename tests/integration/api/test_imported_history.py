@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.test import Client
 
@@ -175,3 +176,29 @@ def test_a_read_only_key_lists_imports_and_cannot_delete_one(site: tuple[Site, A
     (one,) = reader.get("imports")["results"]
     assert reader.delete(f"imports/{one['import_id']}") == 403
     assert len(reader.get("imports")["results"]) == 1
+
+
+def test_the_admin_lists_imports_and_deletes_one_after_asking(site: tuple[Site, Api, Path]) -> None:
+    record, api, path = site
+    call_command("imports", "add", "--site", record.site_id, str(path), stdout=io.StringIO())
+    (one,) = api.get("imports")["results"]
+    staff = get_user_model().objects.create_user(f"s-{uuid.uuid4().hex[:6]}", is_staff=True)
+    admin = Client()
+    admin.force_login(staff)
+    assert admin.get("/admin/imports/").status_code == 403  # staff without the Site model's permissions
+    staff.user_permissions.add(Permission.objects.get(codename="view_site"))
+    page = admin.get("/admin/imports/").content.decode()
+    assert one["import_id"] in page
+    assert record.site_id in page
+    assert "2025-03-01 to 2025-03-02" in page
+    assert "Delete</a>" not in page  # viewing only
+    delete = f"/admin/imports/{one['import_id']}/delete/"
+    assert admin.post(delete).status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="change_site"))
+    admin.force_login(get_user_model().objects.get(pk=staff.pk))  # permissions are cached on the user
+    assert "Delete</a>" in admin.get("/admin/imports/").content.decode()
+    assert "Yes, delete it" in admin.get(delete).content.decode()
+    assert api.get("imports")["results"] == [one]  # asking deletes nothing
+    assert admin.post(delete).status_code == 302
+    assert api.get("imports")["results"] == []
+    assert admin.get(delete).status_code == 404
