@@ -15,7 +15,8 @@ from collector.runtime import get_ingestor
 from footfall.models import ApiKey, Site
 
 ARGUMENTS = {"dimension": "pages", "ref_domain": "google.com", "page_path": "/", "event": "signup", "prop": "plan",
-             "goal_id": 1, "funnel_id": 1, "rule_id": 1, "channel_id": 1, "subscription_id": 1}  # fmt: skip
+             "goal_id": 1, "funnel_id": 1, "rule_id": 1, "channel_id": 1, "subscription_id": 1,
+             "import_id": "0123456789ab"}  # fmt: skip
 
 
 def site_endpoints(site_id: str) -> list[str]:
