@@ -33,14 +33,14 @@ def imports_list(request: HttpRequest) -> HttpResponse:
 def import_delete(request: HttpRequest, import_id: str) -> HttpResponse:
     if not request.user.has_perm(CHANGE):
         raise PermissionDenied
-    found = [one for one in get_imports().listed() if one.import_id == import_id]
-    if not found:
+    one = get_imports().one(import_id)
+    if one is None:
         raise Http404("no such import")
     if request.method == "POST":
         removed = get_imports().delete(import_id)
-        messages.success(request, f"Deleted import {import_id} of {found[0].site_id}: {removed:,} documents.")
+        messages.success(request, f"Deleted import {import_id} of {one.site_id}: {removed:,} documents.")
         return HttpResponseRedirect(reverse("imports-admin"))
-    context = {**admin.site.each_context(request), "title": "Delete an import", "one": found[0]}
+    context = {**admin.site.each_context(request), "title": "Delete an import", "one": one}
     return TemplateResponse(request, "admin/import_delete.html", context)
 
 

@@ -79,7 +79,6 @@ def save(db: Database, site_id: str, export: PlausibleExport, source: str = "pla
     """Store ``export`` as a new import of ``site_id``; ImportRefused if a complete import of the
     site holds one of its days."""
     first, last = export.first.isoformat(), export.last.isoformat()
-    days = [day.isoformat() for day in export.days]
     # Any state: a loading import is one under way, or one cut short that its delete finishes.
     other = db[IMPORTS].find_one({"site_id": site_id, "first": {"$lte": last}, "last": {"$gte": first}})
     if other is not None:
@@ -91,7 +90,7 @@ def save(db: Database, site_id: str, export: PlausibleExport, source: str = "pla
     import_id = uuid.uuid4().hex[:12]
     record = {
         "_id": import_id, "site_id": site_id, "source": source, "files": list(export.files), "first": first,
-        "last": last, "days": len(days), "rows": dict(export.rows), "created": dt.datetime.now(dt.UTC),
+        "last": last, "days": len(export.days), "rows": dict(export.rows), "created": dt.datetime.now(dt.UTC),
         "state": LOADING,
     }  # fmt: skip
     db[IMPORTS].insert_one(record)
@@ -145,6 +144,11 @@ class Imports:
         """The imports (of ``site_id``, or all), oldest first."""
         query = {} if site_id is None else {"site_id": site_id}
         return [ImportSummary.of(doc) for doc in self.db[IMPORTS].find(query).sort([("created", ASCENDING)])]
+
+    def one(self, import_id: str) -> ImportSummary | None:
+        """The import ``import_id``, None when there is none."""
+        doc = self.db[IMPORTS].find_one({"_id": import_id})
+        return None if doc is None else ImportSummary.of(doc)
 
     def delete(self, import_id: str, site_id: str | None = None) -> int:
         """Remove an import (of ``site_id``, if given) and every document it wrote; the number of

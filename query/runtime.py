@@ -22,17 +22,22 @@ from realtime.runtime import get_store
 
 
 @cache
-def get_rollups() -> RollupReads:
+def _mongo_readers() -> tuple[RollupReads, Imports]:
+    """The rollups' and the imports' readers over this process's one MongoDB client, failing
+    fast: they share its connection pool and monitor threads."""
     cfg = footfall_config()
-    _, db = connect(cfg.mongo_url, cfg.mongo_db, cfg.mongo_timeout_ms, cfg.mongo_query_timeout_ms)  # fail fast
-    return cast(RollupReads, Guarded(RollupReads(db), "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
+    _, db = connect(cfg.mongo_url, cfg.mongo_db, cfg.mongo_timeout_ms, cfg.mongo_query_timeout_ms)
+    return RollupReads(db), Imports(db)
+
+
+@cache
+def get_rollups() -> RollupReads:
+    return cast(RollupReads, Guarded(_mongo_readers()[0], "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
 
 
 @cache
 def get_imports() -> Imports:
-    cfg = footfall_config()
-    _, db = connect(cfg.mongo_url, cfg.mongo_db, cfg.mongo_timeout_ms, cfg.mongo_query_timeout_ms)
-    return cast(Imports, Guarded(Imports(db), "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
+    return cast(Imports, Guarded(_mongo_readers()[1], "mongo", BREAKERS["mongo"], mongo.UNAVAILABLE))
 
 
 @cache
