@@ -300,7 +300,7 @@ class QueryService:
     ) -> None:
         """Fill the buckets of imported days: whole days from their import, smaller buckets
         null (an import holds days only)."""
-        whole = {p.day: imported[p.day] for p in pieces if p.source == "imported" and p.day and p.bucket is None}
+        whole = imported_days(pieces, imported)
         if any(p.source == "imported" and p.bucket is not None for p in pieces):
             notes.append("imported days hold whole days only: their smaller buckets are null")
         if not whole or self.imported is None:
@@ -397,7 +397,7 @@ class QueryService:
 
     def imported_daily(self, site: QuerySite, pieces: list[Piece], imported: Mapping[str, str]) -> dict[str, Sums]:
         """The totals of the imported days among ``pieces``."""
-        days = {p.day: imported[p.day] for p in pieces if p.source == "imported" and p.day}
+        days = imported_days(pieces, imported)
         return self.imported.daily(site.site_id, days) if days and self.imported is not None else {}
 
     @staticmethod
@@ -515,7 +515,7 @@ class QueryService:
     ) -> None:
         """Add the imported days' counts of ``dim`` to the rows (none for a breakdown an
         import does not hold, which the notes say)."""
-        days = {p.day: imported[p.day] for p in pieces if p.source == "imported" and p.day}
+        days = imported_days(pieces, imported)
         if not days or self.imported is None:
             return
         if pairs or dim not in IMPORTED_DIMENSIONS:
@@ -617,6 +617,11 @@ class QueryService:
 def batch_days(pieces: list[Piece]) -> set[str]:
     """The settled days among ``pieces``."""
     return {p.day for p in pieces if p.source == "batch" and p.day}
+
+
+def imported_days(pieces: list[Piece], imported: Mapping[str, str]) -> dict[str, str]:
+    """The whole imported days among ``pieces``, each with its import (from ``imported``)."""
+    return {p.day: imported[p.day] for p in pieces if p.source == "imported" and p.day and p.bucket is None}
 
 
 def _batch_value(metric: str, doc: dict | None, filtered: bool) -> float | int | None:
