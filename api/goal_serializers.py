@@ -173,6 +173,18 @@ class GoalInputSerializer(_ObjectBody):
         required=False, allow_blank=True, allow_null=True, default="", max_length=_max_length(Goal, "value"),
         help_text="the property's value, as text",
     )  # fmt: skip
+    revenue_prop = DefinitionText(
+        required=False, allow_blank=True, allow_null=True, default="", max_length=_max_length(Goal, "revenue_prop"),
+        help_text="event goals, optional: the property holding the amount (revenue)",
+    )  # fmt: skip
+    currency_prop = DefinitionText(
+        required=False, allow_blank=True, allow_null=True, default="", max_length=_max_length(Goal, "currency_prop"),
+        help_text="with revenue: the property holding the currency code",
+    )  # fmt: skip
+    currency = DefinitionText(
+        required=False, allow_blank=True, allow_null=True, default="", max_length=_max_length(Goal, "currency"),
+        help_text="with revenue, instead of currency_prop: one fixed ISO 4217 code",
+    )  # fmt: skip
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         _full_clean(Goal(site=self.context["site"], **attrs))

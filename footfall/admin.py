@@ -26,7 +26,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(Goal)
 class GoalAdmin(admin.ModelAdmin):
-    list_display = ("name", "site", "kind", "path", "event", "prop", "value", "created_at")
+    list_display = ("name", "site", "kind", "path", "event", "prop", "value", "revenue_prop", "currency", "created_at")
     list_filter = ("site", "kind")
     search_fields = ("name", "path", "event")
 

@@ -31,6 +31,8 @@ MAX_FUNNEL_STEPS: Final = 8
 MAX_FUNNEL_WINDOW_MINUTES: Final = 24 * 60
 EVENT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")  # as the tracker and collector accept
 MAX_PATTERN: Final = 512
+PROP_NAME: Final = re.compile(r"^[^\x1f]{1,64}$")  # a property a goal reads: U+001F separates parts in keys
+CURRENCY_CODE: Final = re.compile(r"^[A-Z]{3}$")  # ISO 4217's shape: a goal's fixed currency
 
 
 # Bucket bounds (ms) of the histogram of times between two funnel steps: 41 bounds, geometric
@@ -80,18 +82,46 @@ class GoalSpec:
     event: str = ""  # event goals: the event name
     prop: str = ""  # event goals, optional: the property that must equal ``value``
     value: str = ""
+    # Revenue (event goals, optional; footfall.revenue): the amount's property, and the
+    # currency's property or one fixed currency.
+    revenue_prop: str = ""
+    currency_prop: str = ""
+    currency: str = ""
 
     def __post_init__(self) -> None:
         if self.kind == PAGE:
             if not self.path.startswith(("/", "*")) or len(self.path) > MAX_PATTERN:
                 raise DefinitionError("path", "must start with / or * and be at most 512 characters")
+            if self.revenue_prop or self.currency_prop or self.currency:
+                raise DefinitionError("revenue_prop", "only custom-event goals carry revenue")
         elif self.kind == EVENT:
             if not EVENT_NAME.match(self.event):
                 raise DefinitionError("event", "must be an event name the tracker sends (letters, digits, _.:-)")
             if self.value and not self.prop:
                 raise DefinitionError("prop", "is required when a property value is given")
+            self._check_revenue()
         else:
             raise DefinitionError("kind", "must be 'page' or 'event'")
+
+    def _check_revenue(self) -> None:
+        if not (self.revenue_prop or self.currency_prop or self.currency):
+            return
+        if not PROP_NAME.match(self.revenue_prop):
+            raise DefinitionError("revenue_prop", "is required with a currency: the property holding the amount")
+        if bool(self.currency_prop) == bool(self.currency):
+            raise DefinitionError("currency", "give either a fixed currency or the property holding it, not both")
+        if self.currency_prop and not PROP_NAME.match(self.currency_prop):
+            raise DefinitionError("currency_prop", "must be a property name of 1 to 64 characters")
+        if self.currency and not CURRENCY_CODE.match(self.currency):
+            raise DefinitionError("currency", "must be a three-letter ISO 4217 code in capitals, e.g. EUR")
+        if self.prop:
+            # The speed layer sums amounts per event name, property and currency when it counts
+            # (realtime.aggregate), not per goal: a property condition could not be applied.
+            raise DefinitionError("prop", "a revenue goal counts every event of its name: no property condition")
+
+    @property
+    def has_revenue(self) -> bool:
+        return bool(self.revenue_prop)
 
     @property
     def regex(self) -> str:
@@ -114,12 +144,14 @@ class GoalSpec:
     def to_json(self) -> dict[str, str]:
         return {
             "goal_id": self.goal_id, "kind": self.kind, "name": self.name, "path": self.path,
-            "event": self.event, "prop": self.prop, "value": self.value,
+            "event": self.event, "prop": self.prop, "value": self.value, "revenue_prop": self.revenue_prop,
+            "currency_prop": self.currency_prop, "currency": self.currency,
         }  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> GoalSpec:
-        fields = ("goal_id", "kind", "name", "path", "event", "prop", "value")
+        fields = ("goal_id", "kind", "name", "path", "event", "prop", "value", "revenue_prop", "currency_prop",
+                  "currency")  # fmt: skip
         return cls(**{f: str(data.get(f) or "") for f in fields})  # type: ignore[arg-type]
 
 

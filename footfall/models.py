@@ -237,6 +237,27 @@ class Goal(models.Model):
     event = models.CharField(max_length=64, blank=True, help_text="Event goals: the event name, e.g. signup.")
     prop = models.CharField(max_length=64, blank=True, help_text="Event goals, optional: a property name.")
     value = models.CharField(max_length=512, blank=True, help_text="The value the property must have.")
+    revenue_prop = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Event goals, optional: the property holding the amount.",
+    )
+    currency_prop = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="With revenue: the property holding the currency code.",
+    )
+    currency = models.CharField(
+        max_length=3,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="With revenue, instead: one fixed currency, e.g. EUR.",
+    )
     created_at = models.DateTimeField(default=dj_timezone.now)
 
     class Meta:
@@ -248,14 +269,17 @@ class Goal(models.Model):
 
     def spec(self) -> GoalSpec:
         """The goal as every layer matches it; raises :class:`DefinitionError` when invalid."""
-        return GoalSpec(str(self.pk or ""), self.kind, self.name, self.path, self.event, self.prop, self.value)  # type: ignore[arg-type]
+        return GoalSpec(
+            str(self.pk or ""), self.kind, self.name, self.path, self.event, self.prop, self.value,  # type: ignore[arg-type]
+            self.revenue_prop, self.currency_prop, self.currency,
+        )  # fmt: skip
 
     def clean(self) -> None:
         try:
             self.spec()
         except DefinitionError as err:
             raise ValidationError({err.field: str(err).split(": ", 1)[1]}) from None
-        if self.kind == PAGE and (self.event or self.prop or self.value):
+        if self.kind == PAGE and (self.event or self.prop or self.value or self.revenue_prop):
             raise ValidationError({"event": "a page goal has a path, no event or property"})
         if self.kind == EVENT and self.path:
             raise ValidationError({"path": "an event goal has an event name, no path"})

@@ -76,10 +76,15 @@ def test_goal_text_is_stripped_and_null_is_empty(site: Site) -> None:
     body = {"name": " Pro ", "kind": " event ", "event": "signup", "prop": "plan", "value": "pro", "path": None,
             "junk": [1]}  # fmt: skip
     fields = validated(GoalInputSerializer, body, context={"site": site})
-    assert fields == {"name": "Pro", "kind": "event", "path": "", "event": "signup", "prop": "plan", "value": "pro"}
+    none = {"revenue_prop": "", "currency_prop": "", "currency": ""}
+    text = {"name": "Pro", "kind": "event", "path": "", "event": "signup", "prop": "plan", "value": "pro"}
+    assert fields == text | none
     assert validated(GoalInputSerializer, {"name": "P", "kind": "page", "path": "/p*"}, context={"site": site}) == {
         "name": "P", "kind": "page", "path": "/p*", "event": "", "prop": "", "value": ""
-    }  # fmt: skip
+    } | none  # fmt: skip
+    paid = {"name": "Paid", "kind": "event", "event": "purchase", "revenue_prop": "amount", "currency": " EUR "}
+    assert validated(GoalInputSerializer, paid, context={"site": site})["currency"] == "EUR"
+    assert refusal(GoalInputSerializer, site, paid | {"currency": "euro"})[0] == "currency"
 
 
 def test_goal_names_and_cap_are_the_sites(site: Site) -> None:

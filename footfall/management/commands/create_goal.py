@@ -1,5 +1,6 @@
-"""``manage.py create_goal SITE_ID --name NAME (--page PATTERN | --event NAME [--prop P --value V])``:
-define a goal of a site (idempotent: a goal of that name is updated)."""
+"""``manage.py create_goal SITE_ID --name NAME (--page PATTERN | --event NAME [--prop P --value V]
+[--revenue-prop P (--currency-prop P | --currency EUR)])``: define a goal of a site (idempotent: a
+goal of that name is updated)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ class Command(BaseCommand):
         kind.add_argument("--event", help="a custom event name, e.g. signup")
         parser.add_argument("--prop", default="", help="event goals: a property that must have --value")
         parser.add_argument("--value", default="")
+        parser.add_argument("--revenue-prop", default="", help="event goals: the property holding the amount")
+        parser.add_argument("--currency-prop", default="", help="with revenue: the property holding the currency")
+        parser.add_argument("--currency", default="", help="with revenue, instead: one fixed currency, e.g. EUR")
 
     def handle(self, *args: object, **opts: object) -> None:
         site = Site.objects.filter(site_id=opts["site_id"]).first()
@@ -30,6 +34,8 @@ class Command(BaseCommand):
         goal.path = str(opts["page"] or "")
         goal.event = str(opts["event"] or "")
         goal.prop, goal.value = str(opts["prop"]), str(opts["value"])
+        goal.revenue_prop, goal.currency_prop = str(opts["revenue_prop"]), str(opts["currency_prop"])
+        goal.currency = str(opts["currency"])
         try:
             goal.full_clean()
         except ValidationError as exc:
