@@ -79,6 +79,11 @@ GOAL_SOURCE_DIMENSIONS: Final = (
 )
 GOAL_SOURCE_PREFIX: Final = "goal_src:"
 GOAL_BASE_PREFIX: Final = "goal_base:"
+# Revenue of goals (footfall.revenue), per currency: dimension GOAL_REVENUE (value: goal id +
+# PROP_SEPARATOR + currency) and, by where the converting visitors came from, dimension
+# GOAL_REVENUE_SOURCE_PREFIX + dim (value: goal id + PROP_SEPARATOR + currency + PROP_SEPARATOR + value).
+GOAL_REVENUE: Final = "goal_revenue"
+GOAL_REVENUE_SOURCE_PREFIX: Final = "goal_revsrc:"
 # The API's dimension names a breakdown may be filtered by goal on.
 GOAL_FILTER_DIMENSIONS: Final = tuple(name for name, dim in API_DIMENSIONS.items() if dim in GOAL_SOURCE_DIMENSIONS)
 

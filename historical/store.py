@@ -16,7 +16,8 @@ collection             ``_id`` (deterministic)                    content
                                                                   goals, ...; engaged time on pages
                                                                   and referrers)
 ``rollup_goal_sources`` ``site|day|dimension|sha1(value)``        the ``goal_src:*``/``goal_base:*``
-                                                                  rows: where goals' converting
+                                                                  /``goal_revsrc:*`` rows: where
+                                                                  goals' converting
                                                                   visitors came from (apart, so that
                                                                   other breakdown reads never pass
                                                                   over them)
@@ -70,7 +71,7 @@ from pymongo.database import Database
 from pymongo.errors import ConnectionFailure, ExecutionTimeout, PyMongoError
 
 from footfall.ping import Ping
-from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_SOURCE_PREFIX
+from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_REVENUE_SOURCE_PREFIX, GOAL_SOURCE_PREFIX
 from historical.buckets import Bucket, bucket_at, bucket_key, day_buckets
 
 # The rollup job reads MongoDB's URL (which may carry a password and TLS options) from this
@@ -168,7 +169,7 @@ class DayDocuments:
 
 def is_goal_source(dimension: str) -> bool:
     """Whether a breakdown row of ``dimension`` is kept in ``rollup_goal_sources``."""
-    return dimension.startswith((GOAL_SOURCE_PREFIX, GOAL_BASE_PREFIX))
+    return dimension.startswith((GOAL_SOURCE_PREFIX, GOAL_BASE_PREFIX, GOAL_REVENUE_SOURCE_PREFIX))
 
 
 def _with_ids(day: DayDocuments) -> dict[str, list[dict]]:

@@ -18,10 +18,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from footfall.goals import PAGE, GoalSpec
+from footfall.revenue import DECIMALS, MAX_AMOUNT, UNIT
 from footfall.vocabulary import (
     ENGAGEMENT,
     EVENT_PROP_VALUES,
     GOAL_BASE_PREFIX,
+    GOAL_REVENUE,
+    GOAL_REVENUE_SOURCE_PREFIX,
     GOAL_SOURCE_DIMENSIONS,
     GOAL_SOURCE_PREFIX,
     NON_CUSTOM_TYPES,
@@ -30,7 +33,7 @@ from footfall.vocabulary import (
 )
 from spark_jobs.columns import engaged_ms, pageview_key, props_map, ref_label, scroll_depth, visitor_keys
 
-GOAL_DDL = "site_id STRING, day STRING, goal_id STRING, name STRING"
+GOAL_DDL = "site_id STRING, day STRING, goal_id STRING, name STRING, _paid BOOLEAN"
 
 
 def _custom(events: DataFrame) -> DataFrame:
@@ -103,22 +106,55 @@ def _goal_condition(spec: GoalSpec, props: Column) -> Column:
     return reached
 
 
+# footfall.revenue's AMOUNT_TEXT and CURRENCY_TEXT as whole-text Java patterns ("$" would also
+# match before a final newline; see footfall.goals._END).
+_AMOUNT = r"(?s)^[0-9]{1,10}(\.[0-9]{1,20})?(?!.)"
+_CURRENCY = r"(?s)^[A-Za-z]{3}(?!.)"
+
+
+def _revenue(spec: GoalSpec, props: Column) -> tuple[Column, Column]:
+    """``(currency, units)`` of an event reaching revenue goal ``spec``, as
+    :func:`footfall.revenue.revenue_of` reads them: both null when the conversion has no valid revenue."""
+    text = props[spec.revenue_prop]
+    # DECIMAL(30, 20) holds every text _AMOUNT matches exactly; bround rounds half to even.
+    amount = F.bround(text.cast("decimal(30,20)"), DECIMALS)
+    valid = F.coalesce(text.rlike(_AMOUNT) & (amount <= F.lit(MAX_AMOUNT)), F.lit(False))
+    if spec.currency:
+        code = F.lit(spec.currency)
+    else:
+        named = props[spec.currency_prop]
+        code = F.when(F.coalesce(named.rlike(_CURRENCY), F.lit(False)), F.upper(named))
+    paid = valid & code.isNotNull()
+    return F.when(paid, code), F.when(paid, (amount * F.lit(UNIT)).cast("long"))
+
+
 def _goal_hits(events: DataFrame, goals: Mapping[str, Sequence[GoalSpec]]) -> DataFrame | None:
-    """One row per (event, goal it reaches): ``site_id``, ``day``, ``visitor_id``, ``goal_id``;
-    None when no site has a goal. Conditions are literals, chosen per site, so each event is
-    tested against its own site's goals only and every pattern is compiled once."""
+    """One row per (event, goal it reaches): ``site_id``, ``day``, ``visitor_id``, ``goal_id``,
+    ``paid`` (whether the goal counts revenue), ``currency`` and ``units`` (its revenue, null when the
+    goal counts none or the event has no valid revenue); None when no site has a goal. Conditions
+    are literals, chosen per site, so each event is tested against its own site's goals only and
+    every pattern is compiled once."""
     props = props_map()
     reached: Column | None = None
+    none_text, none_units = F.lit(None).cast("string"), F.lit(None).cast("long")
     for site, specs in sorted(goals.items()):
         if not specs:
             continue
-        ids = F.array(*[F.when(_goal_condition(g, props), F.lit(g.goal_id)) for g in specs])
+        hits = []
+        for g in specs:
+            currency, units = _revenue(g, props) if g.has_revenue else (none_text, none_units)
+            hit = F.struct(F.lit(g.goal_id).alias("goal_id"), F.lit(g.has_revenue).alias("paid"),
+                           currency.alias("currency"), units.alias("units"))  # fmt: skip
+            hits.append(F.when(_goal_condition(g, props), hit))
         on_site = F.col("site_id") == F.lit(site)
-        reached = F.when(on_site, ids) if reached is None else reached.when(on_site, ids)
+        reached = F.when(on_site, F.array(*hits)) if reached is None else reached.when(on_site, F.array(*hits))
     if reached is None:
         return None
-    return events.where(F.col("site_id").isin(*goals)).select(
-        "site_id", "day", *visitor_keys(events), F.explode(F.array_compact(reached)).alias("goal_id")
+    return (
+        events.where(F.col("site_id").isin(*goals))
+        .select("site_id", "day", *visitor_keys(events), F.explode(F.array_compact(reached)).alias("_hit"))
+        .select("*", "_hit.*")
+        .drop("_hit")
     )
 
 
@@ -131,23 +167,57 @@ def goal_breakdowns(events: DataFrame, goals: Mapping[str, Sequence[GoalSpec]], 
     for one site is an error.
 
     Output: the key columns, ``pageviews`` (0), ``visitors`` (unique conversions), ``events``
-    (LONG: total conversions), ``name`` (STRING: the goal's name).
+    (LONG: total conversions), ``name`` (STRING: the goal's name), ``no_revenue`` (LONG: conversions
+    without valid revenue; null unless the goal counts revenue); and per revenue goal and currency
+    a row of dimension ``goal_revenue``, ``value`` goal id + PROP_SEPARATOR + currency, with
+    ``events`` (conversions with revenue in it), ``visitors`` (their distinct visitors), ``revenue``
+    (LONG: the sum of their amounts in units of :mod:`footfall.revenue`), ``goal_id``, ``currency``.
     """
     days = sorted(set(days))
     spark = events.sparkSession
-    defined = [(site, day, g.goal_id, g.name) for site, specs in sorted(goals.items()) for g in specs for day in days]
+    defined = [(site, day, g.goal_id, g.name, g.has_revenue) for site, specs in sorted(goals.items()) for g in specs
+               for day in days]  # fmt: skip
     for site, specs in goals.items():
         ids = [g.goal_id for g in specs]
         if len(ids) != len(set(ids)):
             raise ValueError(f"goals of site {site!r}: a goal_id is given twice")
     zeros = spark.createDataFrame(defined, GOAL_DDL)
     hits = _goal_hits(events, goals)
+    visitor = visitor_keys(events)
     if hits is None:
-        counts = spark.createDataFrame([], "site_id STRING, day STRING, goal_id STRING, events LONG, visitors LONG")
+        counts = spark.createDataFrame(
+            [], "site_id STRING, day STRING, goal_id STRING, events LONG, visitors LONG, _unpaid LONG"
+        )
+        revenue = spark.createDataFrame(
+            [], "site_id STRING, day STRING, goal_id STRING, currency STRING, events LONG, visitors LONG, revenue LONG"
+        )
     else:
-        counts = _counted(hits, ["site_id", "day", "goal_id"], visitor_keys(events))
+        unpaid = F.count(F.when(F.col("paid") & F.col("units").isNull(), 1))
+        counts = (
+            hits.groupBy("site_id", "day", "goal_id", *visitor)
+            .agg(F.count("*").alias("events"), unpaid.alias("_unpaid"))
+            .groupBy("site_id", "day", "goal_id")
+            .agg(F.sum("events").alias("events"), F.count("visitor_id").alias("visitors"),
+                 F.sum("_unpaid").alias("_unpaid"))
+        )  # fmt: skip
+        keys = ["site_id", "day", "goal_id", "currency"]
+        revenue = (
+            hits.where(F.col("units").isNotNull())
+            .groupBy(*keys, *visitor)
+            .agg(F.count("*").alias("events"), F.sum("units").alias("revenue"))
+            .groupBy(*keys)
+            .agg(F.sum("events").alias("events"), F.count("visitor_id").alias("visitors"),
+                 F.sum("revenue").cast("long").alias("revenue"))
+        )  # fmt: skip
     joined = zeros.join(counts, ["site_id", "day", "goal_id"], "left").fillna(0, subset=["events", "visitors"])
-    return _keyed(joined, "goal", F.col("goal_id"), "visitors", "events", "name")
+    joined = joined.withColumn(
+        "no_revenue", F.when(F.col("_paid"), F.coalesce(F.col("_unpaid"), F.lit(0))).cast("long")
+    )
+    value = F.concat("goal_id", F.lit(PROP_SEPARATOR), "currency")
+    return _keyed(joined, "goal", F.col("goal_id"), "visitors", "events", "name", "no_revenue").unionByName(
+        _keyed(revenue, GOAL_REVENUE, value, "visitors", "events", "revenue", "goal_id", "currency"),
+        allowMissingColumns=True,
+    )
 
 
 # The session column each goal source dimension takes its value from (the first page view's).
@@ -192,14 +262,18 @@ def goal_source_breakdowns(
       conversions of the goal that day);
     * dimension ``goal_base:<dim>``, ``value`` the dimension's value, once per dimension whatever
       the goals: ``visitors`` attributed to the value (the conversion rate's denominator);
-      ``events`` and ``goal_id`` null.
+      ``events`` and ``goal_id`` null;
+    * for revenue goals, dimension ``goal_revsrc:<dim>``, ``value`` goal id + PROP_SEPARATOR +
+      currency + PROP_SEPARATOR + the dimension's value, ``goal_id``, ``currency``: ``visitors``
+      (converting visitors attributed to the value with revenue in the currency), ``events``
+      (their conversions with such revenue), ``revenue`` (LONG: the sum of those amounts, in units).
 
     ``pageviews`` is 0.
     """
     spark = events.sparkSession
     hits = _goal_hits(events, goals)
     if hits is None:
-        return spark.createDataFrame([], GOAL_SOURCE_DDL)
+        return spark.createDataFrame([], f"{GOAL_SOURCE_DDL}, currency STRING, revenue BIGINT")
     with_goals = [site for site, specs in goals.items() if specs]
     # _alone is "" for every row with a visitor: a key that keeps rows partitioned by visitor from a shuffle.
     alone = ["_alone"] if "_alone" in sessions.columns and "_alone" in events.columns else []
@@ -225,7 +299,23 @@ def goal_source_breakdowns(
         .groupBy("site_id", "day", "_dim", "_value", "goal_id")
         .agg(F.count("*").alias("visitors"), F.sum("_conversions").cast("long").alias("events"))
     )
+    paying = (
+        hits.where(F.col("visitor_id").isNotNull() & F.col("units").isNotNull())
+        .groupBy(*visitor, "goal_id", "currency")
+        .agg(F.count("*").alias("_conversions"), F.sum("units").alias("_units"))
+    )
+    revenue = (
+        attributed.join(paying, visitor)
+        .groupBy("site_id", "day", "_dim", "_value", "goal_id", "currency")
+        .agg(F.count("*").alias("visitors"), F.sum("_conversions").cast("long").alias("events"),
+             F.sum("_units").cast("long").alias("revenue"))
+    )  # fmt: skip
     zero = F.lit(0).cast("long").alias("pageviews")
+    revenue_rows = revenue.select(
+        "site_id", "day", F.concat(F.lit(GOAL_REVENUE_SOURCE_PREFIX), "_dim").alias("dimension"),
+        F.concat_ws(PROP_SEPARATOR, "goal_id", "currency", "_value").alias("value"), zero, "visitors", "events",
+        "goal_id", "currency", "revenue",
+    )  # fmt: skip
     return sources.select(
         "site_id", "day", F.concat(F.lit(GOAL_SOURCE_PREFIX), "_dim").alias("dimension"),
         F.concat("goal_id", F.lit(PROP_SEPARATOR), "_value").alias("value"), zero, "visitors", "events", "goal_id",
@@ -235,7 +325,7 @@ def goal_source_breakdowns(
             F.col("_value").alias("value"), zero, "visitors", F.lit(None).cast("long").alias("events"),
             F.lit(None).cast("string").alias("goal_id"),
         )
-    )  # fmt: skip
+    ).unionByName(revenue_rows, allowMissingColumns=True)  # fmt: skip
 
 
 def engagement_breakdowns(events: DataFrame) -> DataFrame:

@@ -280,6 +280,8 @@ def transform_and_load(
                     "spark_master": spark.sparkContext.master,
                     # Which goals this day counts: the query layer names days rolled up before a goal.
                     "goal_ids": [g.goal_id for g in goals.get(site, [])],
+                    # ... and which of them it counts revenue of (a goal may gain revenue later).
+                    "revenue_goal_ids": [g.goal_id for g in goals.get(site, []) if g.has_revenue],
                     # Where its goal_src:*/goal_base:* rows are (a day rolled up before them has none).
                     "goal_sources": GOAL_SOURCES,
                 }

@@ -418,11 +418,12 @@ def breakdowns(pageviews: DataFrame, sessions: DataFrame) -> DataFrame:
 # The columns of rollup()'s breakdowns: those of breakdowns(), then those only some dimensions
 # have (null elsewhere; the load step leaves null ones out of the documents): engaged time
 # (page, ref), scroll depth (page), events (event, event_prop, goal, goal_src:*), an event
-# property's parts (event_prop), a goal's name (goal) and the goal of goal_src:* rows.
+# property's parts (event_prop), a goal's name (goal), the goal of goal_src:* rows, and revenue
+# (goal: conversions without it; goal_revenue, goal_revsrc:*: currency and sum in units).
 BREAKDOWN_COLUMNS = ("site_id", "day", "dimension", "value", "pageviews", "visitors", "sessions", "bounces",
                      "visit_duration_s", "ref", "page")  # fmt: skip
 BREAKDOWN_EXTRAS = ("engaged_ms", "engagements", "scroll_views", "scroll_sum", "events", "event", "prop",
-                    "prop_value", "name", "goal_id")  # fmt: skip
+                    "prop_value", "name", "goal_id", "no_revenue", "currency", "revenue")  # fmt: skip
 
 
 def rollup(

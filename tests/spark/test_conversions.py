@@ -25,7 +25,7 @@ EVENT_DDL = (
     "site_id STRING, day STRING, dimension STRING, value STRING, pageviews BIGINT, visitors BIGINT, events BIGINT"
 )
 PROP_DDL = f"{EVENT_DDL}, event STRING, prop STRING, prop_value STRING"
-GOAL_DDL = f"{EVENT_DDL}, name STRING"
+GOAL_DDL = f"{EVENT_DDL}, name STRING, no_revenue BIGINT"
 ENGAGEMENT_DDL = (
     "site_id STRING, day STRING, value STRING, engaged_ms BIGINT, engagements BIGINT, scroll_views BIGINT, "
     "scroll_sum BIGINT, dimension STRING"
@@ -126,9 +126,10 @@ def test_goals_count_conversions_per_site_with_a_row_for_every_goal_and_day(make
         {"event_id": "t1", "ts": at(9), "visitor_id": "z", "path": "/", "site_id": "t"},
     )
     got = goal_breakdowns(humans(events, make_zones({}), changes), goals, [DAY, NEXT_DAY])
+    got = got.where(F.col("dimension") == "goal").select(*events.sparkSession.createDataFrame([], GOAL_DDL).columns)
 
     def row(site: str, day: str, goal: str, visitors: int, count: int, name: str) -> tuple:
-        return (site, day, "goal", goal, 0, visitors, count, name)
+        return (site, day, "goal", goal, 0, visitors, count, name, None)
 
     expected = [
         row("s", DAY, "g1", 1, 2, "Docs"),
