@@ -30,7 +30,7 @@ from query import params as p
 from query.runtime import get_conversions
 
 T = TypeVar("T")
-GOAL_FIELDS = ("name", "kind", "path", "event", "prop", "value")
+GOAL_FIELDS = ("name", "kind", "path", "event", "prop", "value", "revenue_prop", "currency_prop", "currency")
 MANAGE_ERRORS = {
     **ERRORS,
     403: OpenApiResponse(s.ErrorSerializer, description="the key lacks the read (or, to change, manage) scope"),
@@ -68,7 +68,10 @@ class GoalsView(SiteView):
             "summed over the days of the range) and the conversion rate, unique conversions / visitors of "
             "the range. Settled days count the goals that existed when the day was rolled up (`sources.notes` "
             "names days rolled up before a goal existed); the realtime part counts every goal. Realtime page "
-            "goals match the pages the speed layer kept per minute (see the breakdown's cap)."
+            "goals match the pages the speed layer kept per minute (see the breakdown's cap). Revenue goals "
+            "add `revenue`: per currency the total, the conversions with revenue, the average per such "
+            "conversion and the revenue per visitor of the range (amounts as exact decimal text), and the "
+            "conversions without valid revenue."
         ),
         parameters=[SITE, FROM, TO, TZ],
         responses={200: s.GoalsSerializer, **ERRORS},
@@ -85,7 +88,9 @@ class GoalsView(SiteView):
         description=(
             "A page goal: `kind` page and a `path` pattern (`*` matches any run of characters, `/` "
             "included; the whole path must match). An event goal: `kind` event, the `event` name and, "
-            "optionally, a `prop` whose value must equal `value` (compared as text: true, 3, pro). "
+            "optionally, a `prop` whose value must equal `value` (compared as text: true, 3, pro). A revenue "
+            "goal (event goals without `prop`) names the property holding the amount (`revenue_prop`) and "
+            "either the property holding the currency (`currency_prop`) or one fixed `currency`. "
             "Needs a key with the manage scope."
         ),
         parameters=[SITE],

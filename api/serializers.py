@@ -80,6 +80,19 @@ class TimeseriesSerializer(serializers.Serializer):
     sources = SourcesSerializer()
 
 
+class CurrencyRevenueSerializer(serializers.Serializer):
+    currency = serializers.CharField(help_text="ISO 4217 code; each currency is summed apart (no exchange rates)")
+    total = serializers.CharField(help_text="the summed amounts, as decimal text (exact, up to 4 places)")
+    conversions = serializers.IntegerField(help_text="conversions with revenue in this currency")
+    average = serializers.CharField(allow_null=True, help_text="total / those conversions")
+    per_visitor = serializers.CharField(allow_null=True, help_text="total / visitors (of the range, or of the value)")
+
+
+class RevenueSerializer(serializers.Serializer):
+    currencies = CurrencyRevenueSerializer(many=True)
+    without_revenue = serializers.IntegerField(help_text="conversions whose amount or currency was missing or invalid")
+
+
 class RowSerializer(serializers.Serializer):
     value = serializers.CharField()
     pageviews = serializers.IntegerField(required=False)
@@ -95,6 +108,7 @@ class RowSerializer(serializers.Serializer):
     conversion_rate = serializers.FloatField(
         required=False, allow_null=True, help_text="with goal: converting visitors / visitors attributed to the value"
     )
+    revenue = CurrencyRevenueSerializer(many=True, required=False, help_text="with a revenue goal: per currency")
 
 
 class GoalRefSerializer(serializers.Serializer):
@@ -189,12 +203,16 @@ class GoalSerializer(serializers.Serializer):
     event = serializers.CharField(allow_blank=True)
     prop = serializers.CharField(allow_blank=True)
     value = serializers.CharField(allow_blank=True)
+    revenue_prop = serializers.CharField(allow_blank=True)
+    currency_prop = serializers.CharField(allow_blank=True)
+    currency = serializers.CharField(allow_blank=True)
 
 
 class GoalResultSerializer(GoalSerializer):
     events = serializers.IntegerField(allow_null=True, help_text="conversions")
     visitors = serializers.IntegerField(allow_null=True, help_text="unique conversions, summed per day")
     conversion_rate = serializers.FloatField(allow_null=True, help_text="visitors / visitors of the range")
+    revenue = RevenueSerializer(allow_null=True, help_text="revenue goals: per currency; null for other goals")
 
 
 class GoalsSerializer(RangedSerializer):

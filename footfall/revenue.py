@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Final
 
@@ -63,6 +64,29 @@ def revenue_of(
         return None
     code = currency or (currency_of(props[currency_prop]) if currency_prop in props else None)
     return None if code is None else (code, units)
+
+
+@dataclass
+class RevenueSums:
+    """A goal's revenue over some buckets: per currency, the conversions with revenue in it and the
+    sum of their amounts in units; and the conversions without valid revenue."""
+
+    currencies: dict[str, tuple[int, int]] = field(default_factory=dict)
+    without: int = 0
+
+    def add(self, currency: str, conversions: int, units: int) -> None:
+        before = self.currencies.get(currency, (0, 0))
+        self.currencies[currency] = (before[0] + conversions, before[1] + units)
+
+    def merge(self, other: RevenueSums) -> None:
+        for currency, (conversions, units) in other.currencies.items():
+            self.add(currency, conversions, units)
+        self.without += other.without
+
+    @property
+    def paid(self) -> int:
+        """Conversions with revenue, in any currency."""
+        return sum(conversions for conversions, _ in self.currencies.values())
 
 
 def decimal_text(units: int | Decimal) -> str:

@@ -18,9 +18,25 @@ from pymongo import DESCENDING
 from pymongo.database import Database
 
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS
-from footfall.vocabulary import GOAL_BASE_PREFIX, GOAL_SOURCE_PREFIX, PROP_SEPARATOR
+from footfall.revenue import RevenueSums
+from footfall.vocabulary import (
+    GOAL_BASE_PREFIX,
+    GOAL_REVENUE,
+    GOAL_REVENUE_SOURCE_PREFIX,
+    GOAL_SOURCE_PREFIX,
+    PROP_SEPARATOR,
+)
 from historical.buckets import ms
-from historical.store import BREAKDOWNS, DAILY, FUNNELS, GOAL_SOURCES, HOURLY, RECONCILIATION, RUNS, has_clock_change
+from historical.store import (
+    BREAKDOWNS,
+    DAILY,
+    FUNNELS,
+    GOAL_SOURCES,
+    HOURLY,
+    RECONCILIATION,
+    RUNS,
+    has_clock_change,
+)
 
 Totals = dict[str, float]
 
@@ -76,6 +92,7 @@ class Settlement:
     goals: Mapping[str, frozenset[str]] = field(default_factory=dict)  # day -> goal ids its rollup counted
     # Days whose rollup attributed converting visitors to their first session, into GOAL_SOURCES.
     goal_sources: frozenset[str] = frozenset()
+    revenue_goals: Mapping[str, frozenset[str]] = field(default_factory=dict)  # day -> goal ids it counted revenue of
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,14 +205,17 @@ class RollupReads:
         watermark), a second of one document otherwise. A query needs both, and on the local
         Mongo-wire server (no secondary indexes) every read is a pass over the collection."""
         query = {"site_id": site, "status": "complete", "day": {"$gte": since}}
-        runs = list(self.db[RUNS].find(query, {"day": 1, "generation": 1, "goal_ids": 1, "goal_sources": 1}))
+        fields = {"day": 1, "generation": 1, "goal_ids": 1, "goal_sources": 1, "revenue_goal_ids": 1}
+        runs = list(self.db[RUNS].find(query, fields))
         days = frozenset(doc["day"] for doc in runs)
         generations = {doc["day"]: str(doc["generation"]) for doc in runs if doc.get("generation")}
         goals = {doc["day"]: frozenset(map(str, doc.get("goal_ids") or ())) for doc in runs}
         # A day rolled up while those rows lived in rollup_breakdowns says True: it is re-rolled
         # (``manage.py rollup``) before its sources are reported, and is named missing until then.
         attributed = frozenset(doc["day"] for doc in runs if doc.get("goal_sources") == GOAL_SOURCES)
-        return Settlement(days, max(days) if days else self.watermark(site), generations, goals, attributed)
+        revenue = {doc["day"]: frozenset(map(str, doc.get("revenue_goal_ids") or ())) for doc in runs}
+        watermark = max(days) if days else self.watermark(site)
+        return Settlement(days, watermark, generations, goals, attributed, revenue)
 
     def watermark(self, site: str) -> str | None:
         doc = self.db[RUNS].find_one({"site_id": site, "status": "complete"}, {"day": 1}, sort=[("day", -1)])
@@ -282,6 +302,54 @@ class RollupReads:
         for doc in self.db[BREAKDOWNS].find(query, {"value": 1, "events": 1, "visitors": 1}):
             events, visitors = out.get(doc["value"], (0, 0))
             out[doc["value"]] = (events + int(doc.get("events") or 0), visitors + int(doc.get("visitors") or 0))
+        return out
+
+    def goal_revenue(self, site: str, days: Iterable[str]) -> dict[str, RevenueSums]:
+        """Per revenue goal id over ``days``: its revenue per currency and its conversions without
+        revenue (goals a day did not count revenue of add nothing for it)."""
+        days = sorted(set(days))
+        if not days:
+            return {}
+        out: dict[str, RevenueSums] = {}
+        query = {"site_id": site, "dimension": {"$in": ["goal", GOAL_REVENUE]}, "day": {"$in": days}}
+        projection = {
+            "dimension": 1,
+            "value": 1,
+            "goal_id": 1,
+            "currency": 1,
+            "events": 1,
+            "revenue": 1,
+            "no_revenue": 1,
+        }
+        for doc in self.db[BREAKDOWNS].find(query, projection):
+            if doc["dimension"] == "goal":
+                if doc.get("no_revenue") is not None:
+                    out.setdefault(str(doc["value"]), RevenueSums()).without += int(doc["no_revenue"])
+            else:
+                sums = out.setdefault(str(doc["goal_id"]), RevenueSums())
+                sums.add(str(doc["currency"]), int(doc.get("events") or 0), int(doc.get("revenue") or 0))
+        return out
+
+    def goal_source_revenue(
+        self, site: str, dim: str, goal_id: str, days: Iterable[str], values: Iterable[str]
+    ) -> dict[str, RevenueSums]:
+        """Per one of ``values`` of goal source dimension ``dim``: the revenue of goal ``goal_id``'s
+        conversions attributed to it over ``days``, per currency; values without any are absent."""
+        days, wanted = sorted(set(days)), set(values)
+        if not days or not wanted:
+            return {}
+        query = {
+            "site_id": site,
+            "dimension": GOAL_REVENUE_SOURCE_PREFIX + dim,
+            "goal_id": goal_id,
+            "day": {"$in": days},
+        }
+        out: dict[str, RevenueSums] = {}
+        for doc in self.db[GOAL_SOURCES].find(query, {"value": 1, "currency": 1, "events": 1, "revenue": 1}):
+            value = str(doc["value"]).split(PROP_SEPARATOR, 2)[2]
+            if value in wanted:
+                sums = out.setdefault(value, RevenueSums())
+                sums.add(str(doc["currency"]), int(doc.get("events") or 0), int(doc.get("revenue") or 0))
         return out
 
     def event_properties(self, site: str, event: str, prop: str, days: Iterable[str]) -> dict[str, Sums]:

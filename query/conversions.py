@@ -12,6 +12,7 @@ from dataclasses import replace
 from zoneinfo import ZoneInfo
 
 from footfall.goals import FunnelSpec, GoalSpec
+from footfall.revenue import RevenueSums, decimal_text, ratio_text
 from footfall.vocabulary import EVENT_PROP_VALUES, GOAL_BREAKDOWN_METRICS, PROP_SEPARATOR, VALUE_OTHER
 from query.params import Range
 from query.plan import Piece, ms, site_day
@@ -25,6 +26,19 @@ from query.service import (
     iso,
 )
 from query.stores import FunnelHistory, Sums
+
+
+def revenue_answer(sums: RevenueSums, visitors: int | None) -> dict[str, object]:
+    """A goal's revenue as answers show it: per currency (alphabetical) the ``total``, the
+    ``conversions`` with revenue in it, the ``average`` per such conversion and the revenue
+    ``per_visitor`` of ``visitors`` (null when unknown or 0); amounts as decimal text
+    (:func:`footfall.revenue.decimal_text`). ``without_revenue``: conversions with no valid revenue."""
+    currencies = [
+        {"currency": currency, "total": decimal_text(units), "conversions": conversions,
+         "average": ratio_text(units, conversions), "per_visitor": ratio_text(units, visitors or 0)}
+        for currency, (conversions, units) in sorted(sums.currencies.items())
+    ]  # fmt: skip
+    return {"currencies": currencies, "without_revenue": sums.without}
 
 
 class Conversions:
@@ -111,13 +125,34 @@ class Conversions:
         sid = site.site_id
         batch = self.svc.settled_read(settled, ("goals", sid), days, lambda: self.svc.rollups.goal_counts(sid, days))
         counts = {g.goal_id: list(batch.get(g.goal_id, (0, 0))) for g in goals}
+        paid = [g for g in goals if g.has_revenue]
+        revenue = {g.goal_id: RevenueSums() for g in paid}
+        if paid:
+            for goal_id, sums in self.svc.settled_read(
+                settled, ("goal_revenue", sid), days, lambda: self.svc.rollups.goal_revenue(sid, days)
+            ).items():
+                if goal_id in revenue:
+                    revenue[goal_id].merge(sums)
         for p in pieces:
             if p.source == "realtime" and goals:
-                for goal_id, got in self.svc.rt.goal_counts(sid, goals, ms(p.start), ms(p.end)).items():
+                got_counts = self.svc.rt.goal_counts(sid, goals, ms(p.start), ms(p.end))
+                for goal_id, got in got_counts.items():
                     counts[goal_id][0] += got.conversions
                     counts[goal_id][1] += got.visitors
+                for goal_id, sums in self.svc.rt.goal_revenue(sid, paid, ms(p.start), ms(p.end)).items():
+                    # The speed layer sums valid amounts only: the piece's other conversions had none.
+                    sums.without = max(got_counts[goal_id].conversions - sums.paid, 0)
+                    revenue[goal_id].merge(sums)
         total = self.svc.totals(site, pieces, self.svc.daily(site, settled, days))["visitors"]
         notes = [self.svc.visitor_note(pieces, rng), *self.svc.imported_absent(site, rng, settled, "goals")]
+        for g in paid:
+            counted = {d for d in days if g.goal_id in settled.goals.get(d, frozenset())}
+            before = sorted(d for d in counted if g.goal_id not in settled.revenue_goals.get(d, frozenset()))
+            if before:
+                notes.append(
+                    f"goal {g.goal_id} ({g.name}): {len(before)} settled day(s) from {before[0]} to {before[-1]} were "
+                    "rolled up before the goal counted revenue and count none; roll them up again to count it"
+                )
         for g in goals:
             before = sorted(d for d in days if g.goal_id not in settled.goals.get(d, frozenset()))
             if before:
@@ -132,8 +167,12 @@ class Conversions:
         for g in goals:
             events, visitors = counts[g.goal_id]
             rate = round(visitors / total, 6) if isinstance(total, int) and total else None
+            money = (
+                revenue_answer(revenue[g.goal_id], total if isinstance(total, int) else None) if g.has_revenue else None
+            )
             results.append({**g.to_json(), "events": events if known else None,
-                            "visitors": visitors if known else None, "conversion_rate": rate})  # fmt: skip
+                            "visitors": visitors if known else None, "conversion_rate": rate,
+                            "revenue": money if known else None})  # fmt: skip
         return {
             "site_id": sid,
             "from": iso(rng.start),
@@ -174,11 +213,25 @@ class Conversions:
             settled, ("goal_base", sid, dim, PROP_SEPARATOR.join(shown)), counted,
             lambda: self.svc.rollups.goal_base(sid, dim, counted, shown),
         )  # fmt: skip
+        revenue = (
+            self.svc.settled_read(
+                settled, ("goal_source_revenue", sid, dim, goal_id, PROP_SEPARATOR.join(shown)), counted,
+                lambda: self.svc.rollups.goal_source_revenue(sid, dim, goal_id, counted, shown),
+            )
+            if spec.has_revenue
+            else {}
+        )  # fmt: skip
         results = []
         for value, (visitors, conversions) in chosen:
             total = base.get(value, 0)
             rate = round(visitors / total, 6) if total else None
-            results.append({"value": value, "visitors": visitors, "conversions": conversions, "conversion_rate": rate})
+            row: dict[str, object] = {"value": value, "visitors": visitors, "conversions": conversions,
+                                      "conversion_rate": rate}  # fmt: skip
+            if spec.has_revenue:
+                # Per visitor: over every visitor attributed to the value, as the rate's denominator.
+                money = revenue_answer(revenue.get(value, RevenueSums()), total)
+                row["revenue"] = money["currencies"]
+            results.append(row)
         # The speed layer counts minutes, not visitors' first sessions: its part is not answered.
         reported = [replace(p, source="missing") if p.source == "realtime" else p for p in pieces]
         notes = [

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from footfall.goals import GoalSpec
+from footfall.revenue import RevenueSums
 from historical.imported import ImportSummary
 from historical.reads import FunnelHistory, HourDocs, Settlement, Sums
 from realtime.reads import Engagement, EventRow, GoalCount, LiveView, Row
@@ -64,6 +65,16 @@ class SettledReads(Protocol):
 
     def goal_counts(self, site: str, days: Iterable[str]) -> dict[str, tuple[int, int]]:
         """Per goal id: (conversions, unique conversions summed per day)."""
+        ...
+
+    def goal_revenue(self, site: str, days: Iterable[str]) -> dict[str, RevenueSums]:
+        """Per revenue goal id: revenue per currency, conversions without revenue."""
+        ...
+
+    def goal_source_revenue(
+        self, site: str, dim: str, goal_id: str, days: Iterable[str], values: Iterable[str]
+    ) -> dict[str, RevenueSums]:
+        """Per one of ``values`` of goal source dimension ``dim``: goal ``goal_id``'s revenue per currency."""
         ...
 
     def event_properties(self, site: str, event: str, prop: str, days: Iterable[str]) -> dict[str, Sums]:
@@ -175,6 +186,10 @@ class RecentReads(Protocol):
 
     def goal_counts(self, site: str, goals: Sequence[GoalSpec], start_ms: int, end_ms: int) -> dict[str, GoalCount]:
         """Conversions and unique conversions of each goal, by goal id."""
+        ...
+
+    def goal_revenue(self, site: str, goals: Sequence[GoalSpec], start_ms: int, end_ms: int) -> dict[str, RevenueSums]:
+        """Revenue per currency of each revenue goal, by goal id (``without`` 0: not counted here)."""
         ...
 
     def live(self, site: str, start_ms: int, end_ms: int, now_ms: int, limit: int = 10, flows: int = 40) -> LiveView:

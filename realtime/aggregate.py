@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from footfall.goals import prop_text
+from footfall.revenue import amount_units, currency_of
 from footfall.vocabulary import (
     ENGAGED_MS_PROP,
     ENGAGEMENT,
@@ -206,7 +207,9 @@ def aggregate(
         views += _add_minute(batch, layout, site, minute, group, others)
     _add_values(batch, layout, views)
     if others:
-        _add_custom(batch, layout, [e for e in others if e.type not in NON_CUSTOM_TYPES])
+        customs = [e for e in others if e.type not in NON_CUSTOM_TYPES]
+        _add_custom(batch, layout, customs)
+        _add_revenue(batch, layout, [e for e in customs if e.props])
         _add_engagement(batch, layout, [e for e in others if e.type == ENGAGEMENT])
     return batch
 
@@ -300,6 +303,49 @@ def _add_custom(batch: Batch, layout: KeyLayout, customs: list[Event]) -> None:
         props += values
     per_minute, per_hour = count_values(sites, minutes, members, [names, props])
     _add_counts(batch, layout, list(EVENT_COUNT_DIMENSIONS), per_minute, per_hour)
+
+
+def revenue_values(event: Event) -> list[tuple[str, int]]:
+    """The revenue values of a custom event with the units of each (realtime.keys, Revenue)."""
+    props = event.props or {}
+    amounts = [
+        (k, units) for k, v in props.items() if PROP_SEPARATOR not in k and (units := amount_units(v)) is not None
+    ]
+    if not amounts:
+        return []
+    codes = [(k, code) for k, v in props.items() if PROP_SEPARATOR not in k and (code := currency_of(v))]
+    out = []
+    for prop, units in amounts:
+        head = f"{event.type}{PROP_SEPARATOR}{prop}{PROP_SEPARATOR}"
+        out.append((head, units))
+        out += [(f"{head}{named}{PROP_SEPARATOR}{code}", units) for named, code in codes]
+    return out
+
+
+def _add_revenue(batch: Batch, layout: KeyLayout, customs: list[Event]) -> None:
+    """Sum the amounts of custom events per revenue value, per minute and per hour, as
+    :func:`_add_engagement` sums engaged time."""
+    sites: list[str] = []
+    minutes: list[int] = []
+    units: list[int] = []
+    values: list[str | None] = []
+    for e in customs:
+        for value, amount in revenue_values(e):
+            sites.append(e.site_id)
+            minutes.append(e.ts // 60_000)
+            units.append(amount)
+            values.append(value)
+    if not sites:
+        return
+    per_minute, per_hour = sum_values(sites, minutes, units, [values])
+    for rows, cap, (count_key, amount_key, expires) in (
+        (per_minute, layout.minute_values, (layout.revenues, layout.revenue_units, layout.expires_at)),
+        (per_hour, layout.hour_values, (layout.hour_revenues, layout.hour_revenue_units, layout.hour_expires_at)),
+    ):
+        for site, bucket, _, value, count, amount in rows:
+            keys = count_key(site, bucket), amount_key(site, bucket)
+            batch.expire_at[keys[0]] = batch.expire_at[keys[1]] = expires(bucket)
+            batch.amounts.append(AmountOp(*keys, cap, count, amount, value))
 
 
 def _add_engagement(batch: Batch, layout: KeyLayout, reports: list[Event]) -> None:

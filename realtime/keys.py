@@ -21,9 +21,12 @@ key                                      type        content
 ``ff:rt:{site}:{m}:eng:{edim}``          zset        engagement reports per value of ``edim``
                                                      (``page``, ``ref``: see Engagement)
 ``ff:rt:{site}:{m}:engms:{edim}``        zset        engaged milliseconds per value of ``edim``
+``ff:rt:{site}:{m}:rev``                 zset        custom events with a valid amount per revenue
+                                                     value (see Revenue)
+``ff:rt:{site}:{m}:revu``                zset        their amounts (units of 10^-4) per revenue value
 ``ff:rt:{site}:h{h}:c``, ``:uv``,        as above    UTC hour ``h = ts_ms // 3600000``: the sums
 ``:top:{dim}``, ``:eng:{edim}``,                     (hashes, sorted sets) and unions (HyperLogLogs)
-``:engms:{edim}``                                    of its minutes' keys, expiring with its last
+``:engms:{edim}``, ``:rev``, ``:revu``               of its minutes' keys, expiring with its last
                                                      minute
 ``ff:rt:{site}:h{h}:uv:{dim}:{value}``   HyperLog    a value's visitors over the hour: the PFMERGE
                                                      of its minutes' sketches, made once the hour
@@ -117,6 +120,18 @@ which values hold a place (the same caps), and ``engms`` takes the milliseconds 
 value or ``(other)``, so a value's time and reports always go together. No visitors, and no
 scroll depth: a page view's depth is a running maximum, which increments cannot sum (the batch
 layer has it).
+
+**Revenue.** Goals are matched when read, so the speed layer sums amounts before it knows which
+goal reads them: for each human custom event, each property holding a valid amount
+(:func:`footfall.revenue.amount_units`) adds the event and its amount under the value *event
+name* + U+001F + *property* + U+001F (read by goals with a fixed currency) and, for each property
+of the event holding a currency code (:func:`footfall.revenue.currency_of`), under *event name* +
+U+001F + *property* + U+001F + *currency property* + U+001F + *code* (read by goals naming a
+currency property). The pair of sorted sets works as Engagement's (``rev`` decides which values
+hold a place, ``revu`` takes the units under the same value, so both stay together under the
+same caps). Scores are doubles: sums stay exact below 2^53 units (about 900 billion in a currency
+per bucket). A revenue goal takes no property condition (:class:`footfall.goals.GoalSpec`), as
+these sums are not kept per property value.
 
 Values inside keys come from validated events only (never from query input): the query
 layer checks dimension names against that list and never builds key patterns.
@@ -230,6 +245,20 @@ class KeyLayout:
 
     def hour_engaged_ms(self, site: str, hour: int, dim: str) -> str:
         return f"{PREFIX}:{site}:h{hour}:engms:{dim}"
+
+    def revenues(self, site: str, minute: int) -> str:
+        """Custom events with a valid amount per revenue value (see Revenue)."""
+        return f"{PREFIX}:{site}:{minute}:rev"
+
+    def revenue_units(self, site: str, minute: int) -> str:
+        """Their amounts in units, under the values of :meth:`revenues`."""
+        return f"{PREFIX}:{site}:{minute}:revu"
+
+    def hour_revenues(self, site: str, hour: int) -> str:
+        return f"{PREFIX}:{site}:h{hour}:rev"
+
+    def hour_revenue_units(self, site: str, hour: int) -> str:
+        return f"{PREFIX}:{site}:h{hour}:revu"
 
     def active(self, site: str) -> str:
         return f"{PREFIX}:{site}:active"

@@ -78,3 +78,20 @@ def test_revenue_goals_name_their_amount_and_one_currency() -> None:
         assert err.value.field == field
     with pytest.raises(DefinitionError):
         GoalSpec("4", "page", path="/thanks", revenue_prop="amount", currency="EUR")
+
+
+def test_a_goals_revenue_answer_per_currency() -> None:
+    from footfall.revenue import RevenueSums
+    from query.conversions import revenue_answer
+
+    sums = RevenueSums({"USD": (1, 55_000), "EUR": (2, 202_900)}, without=3)
+    sums.merge(RevenueSums({"EUR": (1, 10_000)}, without=1))
+    assert revenue_answer(sums, 4) == {
+        "currencies": [
+            {"currency": "EUR", "total": "21.29", "conversions": 3, "average": "7.0967", "per_visitor": "5.3225"},
+            {"currency": "USD", "total": "5.50", "conversions": 1, "average": "5.50", "per_visitor": "1.375"},
+        ],
+        "without_revenue": 4,
+    }
+    assert revenue_answer(RevenueSums(), None) == {"currencies": [], "without_revenue": 0}
+    assert revenue_answer(RevenueSums({"EUR": (1, 5)}), 0)["currencies"][0]["per_visitor"] is None

@@ -256,3 +256,36 @@ def test_a_minutes_values_name_their_hours_marker_and_sketches() -> None:
         assert op.hour_prefix + op.value == LAYOUT.hour_dim_visitors("demo", hour, dim, op.value)
         assert op.hour_expire_at == LAYOUT.hour_expires_at(hour)
     assert all(op.hour_marker == op.hour_prefix == "" for op in agg.values if not op.visitors_prefix)
+
+
+def test_revenue_is_summed_per_event_amount_property_and_currency() -> None:
+    """Every valid amount of a custom event is summed under its event and property, alone (fixed-currency
+    goals) and with each currency-coded property (goals naming one); invalid amounts add nothing."""
+    base = Event(event_id=str(uuid.uuid4()), site_id="s", ts=NOW - 60_000, received_at=NOW, schema=1, type="purchase",
+                 visitor_id="ab" * 16)  # fmt: skip
+
+    def purchase(**props: object) -> Event:
+        return msgspec.structs.replace(base, event_id=str(uuid.uuid4()), props=props)
+
+    sent = [
+        purchase(amount=19.99, currency="eur", qty=2),
+        purchase(amount="0.01", currency="EUR", note="EUR"),
+        purchase(amount="lots", currency="EUR"),
+        purchase(amount=-1, currency="USD"),
+        msgspec.structs.replace(purchase(amount=100, currency="EUR"), ua=UserAgent(is_bot=True)),
+    ]
+    batch = aggregate(sent, LAYOUT, NOW)
+    minute = (NOW - 60_000) // 60_000
+    sep = PROP_SEPARATOR
+    got = {value: sums for (key, value), sums in batch.engaged.items() if key == LAYOUT.revenues("s", minute)}
+    assert got == {
+        f"purchase{sep}amount{sep}": (2, 199_900 + 100),
+        f"purchase{sep}amount{sep}currency{sep}EUR": (2, 199_900 + 100),
+        f"purchase{sep}amount{sep}note{sep}EUR": (1, 100),
+        f"purchase{sep}qty{sep}": (1, 20_000),
+        f"purchase{sep}qty{sep}currency{sep}EUR": (1, 20_000),
+    }
+    hour = {
+        value: sums for (key, value), sums in batch.engaged.items() if key == LAYOUT.hour_revenues("s", minute // 60)
+    }
+    assert hour == got
