@@ -23,6 +23,7 @@ from alerts.charts import series_png
 from alerts.messages import attach_inline_png
 from alerts.models import ReportSubscription
 from alerts.reports import Report, Total
+from footfall.revenue import money_text
 
 UNSUBSCRIBE_SALT = "footfall.alerts.report-unsubscribe"
 CHART_CID = "visitors-chart"
@@ -177,5 +178,7 @@ def _row(row: dict[str, object]) -> dict[str, str]:
 
 
 def _goal_row(row: dict[str, object]) -> dict[str, str]:
+    revenue = row.get("revenue") or {}
     return {"name": str(row["name"]), "events": _count(row["events"]), "visitors": _count(row["visitors"]),
-            "rate": _rate(row["conversion_rate"])}  # fmt: skip
+            "rate": _rate(row["conversion_rate"]),
+            "revenue": money_text(revenue.get("currencies")) or "-"}  # type: ignore[union-attr]  # fmt: skip

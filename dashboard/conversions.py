@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from dashboard.figures import ACCENT, BASE_LAYOUT, LABEL_MAX, MUTED, empty_figure, fmt_duration, plot_text
 from dashboard.tables import INT, RATE
+from footfall.revenue import money_text
 
 GOAL_COLUMNS: list[dict[str, object]] = [
     {"name": "Goal", "id": "name"},
@@ -22,6 +23,9 @@ GOAL_COLUMNS: list[dict[str, object]] = [
     {"name": "Conversions", "id": "events", "type": "numeric", "format": INT},
     {"name": "Unique conversions", "id": "visitors", "type": "numeric", "format": INT},
     {"name": "Conversion rate", "id": "conversion_rate", "type": "numeric", "format": RATE},
+    {"name": "Revenue", "id": "revenue"},
+    {"name": "Average per conversion", "id": "revenue_average"},
+    {"name": "Revenue per visitor", "id": "revenue_per_visitor"},
 ]
 FUNNEL_COLUMNS: list[dict[str, object]] = [
     {"name": "Step", "id": "step"},
@@ -45,23 +49,34 @@ def goal_definition(goal: Mapping[str, object]) -> str:
     text = f"event {goal.get('event', '')}"
     if goal.get("prop"):
         text += f" where {goal['prop']} = {goal.get('value', '')}"
+    if goal.get("revenue_prop"):
+        text += f", revenue {goal['revenue_prop']} in {goal.get('currency') or goal.get('currency_prop', '')}"
     return text
 
 
 def goal_rows(body: Mapping[str, object]) -> list[dict[str, object]]:
     """The rows of the goals table from the service's ``goals`` answer; each row's ``id`` is
-    its goal id, which a click hands back (``active_cell["row_id"]``)."""
-    return [
-        {
+    its goal id, which a click hands back (``active_cell["row_id"]``). Revenue goals show their
+    figures per currency, and how many conversions had no valid revenue."""
+    rows = []
+    for g in body.get("results", []):  # type: ignore[union-attr]
+        revenue = g.get("revenue") or {}
+        currencies = revenue.get("currencies")
+        total = money_text(currencies)
+        if revenue and revenue.get("without_revenue"):
+            total = f"{total or 'none'} ({revenue['without_revenue']:,} without revenue)"
+        rows.append({
             "id": str(g["goal_id"]),
             "name": g.get("name") or f"goal {g['goal_id']}",
             "definition": goal_definition(g),
             "events": g.get("events"),
             "visitors": g.get("visitors"),
             "conversion_rate": g.get("conversion_rate"),
-        }
-        for g in body.get("results", [])  # type: ignore[union-attr]
-    ]
+            "revenue": total,
+            "revenue_average": money_text(currencies, "average"),
+            "revenue_per_visitor": money_text(currencies, "per_visitor"),
+        })  # fmt: skip
+    return rows
 
 
 def goal_series_figure(days: Sequence[Mapping[str, object]], name: str) -> go.Figure:

@@ -100,6 +100,14 @@ def decimal_text(units: int | Decimal) -> str:
     return f"{whole}.{fraction}"
 
 
+def money_text(currencies: object, field: str = "total") -> str:
+    """One figure of a goal's revenue answer (``query.conversions.revenue_answer``'s ``currencies``)
+    over its currencies, for people: ``"EUR 20.29, USD 5.50"``; "" when there is none."""
+    if not isinstance(currencies, list):
+        return ""
+    return ", ".join(f"{c['currency']} {c[field]}" for c in currencies if c.get(field) is not None)
+
+
 def ratio_text(units: int, count: int) -> str | None:
     """``units / count`` as :func:`decimal_text` writes it, None when ``count`` is 0."""
     return decimal_text(Decimal(units) / count) if count else None

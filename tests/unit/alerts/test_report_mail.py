@@ -79,3 +79,15 @@ def test_no_visitor_figures_means_no_chart() -> None:
     rendered = render(report(daily_visitors=[]))
     assert rendered.chart is None
     assert parsed(message(rendered, "cat@example.com")).get_content_type() == "multipart/alternative"
+
+
+def test_a_reports_goals_show_their_revenue() -> None:
+    paid = {"name": "Purchase", "events": 4, "visitors": 2, "conversion_rate": 0.5, "revenue": {
+        "currencies": [{"currency": "EUR", "total": "20.29", "conversions": 2, "average": "10.145",
+                        "per_visitor": "5.0725"}], "without_revenue": 1}}  # fmt: skip
+    plain = {"name": "Signup", "events": 3, "visitors": 3, "conversion_rate": 0.75, "revenue": None}
+    msg = parsed(message(render(report(goals=[paid, plain])), "ann@example.com", None))
+    text = msg.get_body(("plain",)).get_content()
+    assert "Purchase: EUR 20.29" in text
+    assert "Signup:" not in text
+    assert ">EUR 20.29</td>" in msg.get_body(("html",)).get_content()

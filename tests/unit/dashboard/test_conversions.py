@@ -37,14 +37,24 @@ def test_goal_rows_carry_the_goal_id_and_say_what_reaches_it() -> None:
              "value": "", "events": 10, "visitors": 7, "conversion_rate": 0.023333},
             {"goal_id": "5", "kind": "event", "name": "", "path": "", "event": "signup", "prop": "plan",
              "value": "pro", "events": None, "visitors": None, "conversion_rate": None},
+            {"goal_id": "6", "kind": "event", "name": "Paid", "event": "purchase", "revenue_prop": "amount",
+             "currency_prop": "currency", "events": 4, "visitors": 2, "conversion_rate": 0.5,
+             "revenue": {"currencies": [
+                 {"currency": "EUR", "total": "20.29", "conversions": 2, "average": "10.145", "per_visitor": "5.0725"},
+                 {"currency": "USD", "total": "5.50", "conversions": 1, "average": "5.50", "per_visitor": "1.375"},
+             ], "without_revenue": 1}},
         ],
     }  # fmt: skip
     rows = conversions.goal_rows(body)
+    none = {"revenue": "", "revenue_average": "", "revenue_per_visitor": ""}
     assert rows == [
         {"id": "4", "name": "Pricing", "definition": "page /pricing*", "events": 10, "visitors": 7,
-         "conversion_rate": 0.023333},
+         "conversion_rate": 0.023333} | none,
         {"id": "5", "name": "goal 5", "definition": "event signup where plan = pro", "events": None,
-         "visitors": None, "conversion_rate": None},
+         "visitors": None, "conversion_rate": None} | none,
+        {"id": "6", "name": "Paid", "definition": "event purchase, revenue amount in currency", "events": 4,
+         "visitors": 2, "conversion_rate": 0.5, "revenue": "EUR 20.29, USD 5.50 (1 without revenue)",
+         "revenue_average": "EUR 10.145, USD 5.50", "revenue_per_visitor": "EUR 5.0725, USD 1.375"},
     ]  # fmt: skip
     assert [c["id"] for c in conversions.GOAL_COLUMNS] == ["name", "definition", *list(rows[0])[3:]]
 
