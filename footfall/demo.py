@@ -98,8 +98,10 @@ class DemoTraffic:
     def visit(self, ts_ms: int) -> list[dict[str, object]]:
         """A page view as :meth:`beacon` gives it, ending at ``ts_ms``, and what its visitor
         did there, as the tracker reports it: about half report engaged time and scroll depth
-        (the page view is then that much earlier), and a third of the pricing page's visitors
-        sign up (a custom event with a plan, the demo's goal). Nothing lies after ``ts_ms``."""
+        (the page view is then that much earlier), a third of the pricing page's visitors
+        sign up (a custom event with a plan, the demo's goal), and each pro sign-up pays (a
+        ``purchase`` with an amount and a currency, the demo's revenue goal). Nothing lies after
+        ``ts_ms``."""
         rng = self._rng
         view = {**self.beacon(ts_ms), "event_id": new_event_id()}
         out = [view]
@@ -111,7 +113,12 @@ class DemoTraffic:
         if str(view["url"]).endswith("/pricing") and rng.random() < 0.3:
             view["ts"] = min(int(view["ts"]), ts_ms - rng.randrange(10_000, 300_000))  # type: ignore[call-overload]
             signup = {**view, "type": "signup", "event_id": new_event_id(), "ts": ts_ms, "referrer": None}
-            out.append({**signup, "props": {"plan": rng.choice(["pro", "pro", "free"])}})
+            plan = rng.choice(["pro", "pro", "free"])
+            out.append({**signup, "props": {"plan": plan}})
+            if plan == "pro":
+                amount, currency = rng.choice([(19.99, "EUR"), (49, "EUR"), (99, "EUR"), (59, "USD")])
+                out.append({**signup, "type": "purchase", "event_id": new_event_id(),
+                            "props": {"amount": amount, "currency": currency}})  # fmt: skip
         return out
 
     def event(self, ts_ms: int, received_at_ms: int | None = None) -> Event:

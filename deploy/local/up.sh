@@ -16,6 +16,7 @@ eval "$("$py" -m deploy.local.stack env)"
 # Its goals and a funnel, so the dashboard's conversion panels have something to show.
 "$py" manage.py create_goal demo --name Pricing --page /pricing >/dev/null
 "$py" manage.py create_goal demo --name "Pro sign-up" --event signup --prop plan --value pro >/dev/null
+"$py" manage.py create_goal demo --name Purchase --event purchase --revenue-prop amount --currency-prop currency >/dev/null
 "$py" manage.py create_funnel demo --name "Pricing to pro" --step Pricing --step "Pro sign-up" >/dev/null
 # Its alert rules and a weekly report. Email goes to files, one per message, under the data
 # dir (EMAIL_URL's development default): nothing leaves the machine.

@@ -42,6 +42,9 @@ def test_a_visit_reports_engagement_and_signups_no_later_than_its_time() -> None
     assert 800 < len(reports) < 1200
     assert signups
     assert all(str(s["url"]).endswith("/pricing") for s in signups)
+    purchases = [b for v in visits for b in v if b.get("type") == "purchase"]
+    assert len(purchases) == sum(1 for s in signups if s["props"]["plan"] == "pro")  # type: ignore[index]
+    assert {p["props"]["currency"] for p in purchases} == {"EUR", "USD"}  # type: ignore[index]
     for visit in visits:
         for b in visit[1:]:
             if b["type"] == "engagement":
