@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 import redis
+from django.contrib.auth import get_user_model
 from django.test import Client
 from pyspark.sql import SparkSession
 
+from dashboard.models import SiteAccess
 from footfall.config import Config
 from footfall.models import ApiKey, Goal, Site
 from footfall_capture.events import SCHEMA_VERSION, Event, Utm
@@ -30,6 +32,7 @@ from historical.store import BREAKDOWNS, DAILY, GOAL_SOURCES, HOURLY, RUNS, conn
 from realtime.keys import KeyLayout
 from realtime.store import CounterStore
 from tests.integration.api.test_clock_change_days import archive
+from tests.integration.dash_callbacks import post_callback
 from tests.spark_session import roll_up_in_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -138,6 +141,20 @@ def test_revenue_equals_the_truth_on_a_settled_day_today_and_both(
     for goal in ("purchase", "donate"):
         assert as_decimals(settled[goal]["revenue"]) == truth(goal), goal
     assert settled["purchase"]["events"] == 7
+
+    # The dashboard's goals table shows the same revenue.
+    account = get_user_model().objects.create_user(f"u-{uuid.uuid4().hex[:6]}")
+    SiteAccess.objects.create(user=account, site=record)
+    browser = Client()
+    browser.force_login(account)
+    store = {"site": sid, "first": DAY, "last": DAY, "compare": False, "notes": []}
+    outputs = [("hist-goals", "data"), ("hist-goals", "active_cell"), ("hist-goals", "selected_cells"),
+               ("hist-goals-empty", "children"), ("hist-goals-empty", "hidden"), ("hist-goals-caption", "children"),
+               ("hist-goals-admin", "children")]  # fmt: skip
+    table = post_callback(browser, outputs, [("hist-range", "data", store)])["hist-goals"]["data"]
+    purchase = next(row for row in table if row["name"] == "Purchase")
+    assert purchase["revenue"] == "EUR 20.29, USD 5.50 (4 without revenue)"
+    assert purchase["revenue_per_visitor"] == "EUR 5.0725, USD 1.375"
 
     # Where the paying visitors came from, on the settled day.
     def by(dimension: str) -> dict[str, list]:
