@@ -139,7 +139,8 @@ class Conversions:
                 for goal_id, got in got_counts.items():
                     counts[goal_id][0] += got.conversions
                     counts[goal_id][1] += got.visitors
-                for goal_id, sums in self.svc.rt.goal_revenue(sid, paid, ms(p.start), ms(p.end)).items():
+                recent = self.svc.rt.goal_revenue(sid, paid, ms(p.start), ms(p.end)) if paid else {}
+                for goal_id, sums in recent.items():
                     # The speed layer sums valid amounts only: the piece's other conversions had none.
                     sums.without = max(got_counts[goal_id].conversions - sums.paid, 0)
                     revenue[goal_id].merge(sums)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from footfall.goals import GoalSpec, prop_text
+from footfall.revenue import RevenueSums, revenue_of
 from footfall.vocabulary import (
     EVENT_COUNT_DIMENSIONS,
     EVENT_PROP_VALUES,
@@ -126,6 +127,15 @@ def session_starts(hits: Iterable[Hit]) -> list[Hit]:
     return starts
 
 
+def _add_revenue(sums: RevenueSums, goal: GoalSpec, hits: Iterable[Hit]) -> None:
+    for hit in hits:
+        got = revenue_of(hit.props, goal.revenue_prop, goal.currency_prop, goal.currency)
+        if got is None:
+            sums.without += 1
+        else:
+            sums.add(got[0], 1, got[1])
+
+
 class MemoryRollups:
     """:class:`query.stores.SettledReads` over the ``settled`` days' events, in zone ``tz``.
 
@@ -174,7 +184,9 @@ class MemoryRollups:
         days = frozenset(d for d in self.settled if d >= since and site == SITE)
         goals = {d: self.goal_ids.get(d, frozenset(g.goal_id for g in self.goals)) for d in days}
         watermark = max(self.settled) if self.settled and site == SITE else None
-        return Settlement(days, watermark, {d: "1" for d in days}, goals, days & self.attributed)
+        paid = frozenset(g.goal_id for g in self.goals if g.has_revenue)
+        revenue = {d: goals[d] & paid for d in days}
+        return Settlement(days, watermark, {d: "1" for d in days}, goals, days & self.attributed, revenue)
 
     def daily(self, site: str, days: Iterable[str]) -> dict[str, dict]:
         out = {}
@@ -313,6 +325,29 @@ class MemoryRollups:
                     out[sources[visitor]] = (visitors + 1, before + conversions)
         return out
 
+    def goal_revenue(self, site: str, days: Iterable[str]) -> dict[str, RevenueSums]:
+        """Per revenue goal: its conversions' revenue per currency, and those without any."""
+        out: dict[str, RevenueSums] = {}
+        specs = {g.goal_id: g for g in self.goals if g.has_revenue}
+        for day in self._days(days):
+            for goal_id, hits in self._conversions(day).items():
+                if goal_id in specs:
+                    _add_revenue(out.setdefault(goal_id, RevenueSums()), specs[goal_id], hits)
+        return out
+
+    def goal_source_revenue(
+        self, site: str, dim: str, goal_id: str, days: Iterable[str], values: Iterable[str]
+    ) -> dict[str, RevenueSums]:
+        """Per one of ``values`` of ``dim``: the revenue of ``goal_id``'s conversions attributed to it."""
+        spec = next((g for g in self.goals if g.goal_id == goal_id and g.has_revenue), None)
+        wanted, out = set(values), {}
+        for day in self._days(days) if spec else ():
+            sources = self._sources(day, dim)
+            for hit in self._conversions(day).get(goal_id, []):
+                if sources.get(hit.visitor) in wanted:
+                    _add_revenue(out.setdefault(sources[hit.visitor], RevenueSums()), spec, [hit])  # type: ignore[arg-type]
+        return {value: sums for value, sums in out.items() if sums.currencies}
+
     def goal_base(self, site: str, dim: str, days: Iterable[str], values: Iterable[str]) -> dict[str, int]:
         """Per one of ``values`` of ``dim``: the visitors attributed to it, summed per day."""
         if not self.goals:
@@ -396,6 +431,16 @@ class MemoryCounters:
         for goal in goals:
             hits = [h for h in self._in(start_ms, end_ms) if goal.matches(h.type, h.path, h.props)]
             out[goal.goal_id] = GoalCount(len(hits), _distinct(hits))
+        return out
+
+    def goal_revenue(self, site: str, goals: Sequence[GoalSpec], start_ms: int, end_ms: int) -> dict[str, RevenueSums]:
+        out = {}
+        for goal in goals:
+            if goal.has_revenue:
+                hits = [h for h in self._in(start_ms, end_ms) if goal.matches(h.type, h.path, h.props)]
+                out[goal.goal_id] = sums = RevenueSums()
+                _add_revenue(sums, goal, hits)
+                sums.without = 0  # as the speed layer: the caller counts conversions without revenue
         return out
 
     def engagement(

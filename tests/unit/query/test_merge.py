@@ -8,7 +8,9 @@ window and never rolled up (missing), the 26th and 27th are recent.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -193,6 +195,38 @@ def test_a_goal_newer_than_a_settled_day_counts_nothing_there_and_says_so() -> N
         assert row["events"] == len(hits)
     notes = Conversions(svc).goals(SITE_INFO, days(24, 26), [PRO])["sources"]["notes"]
     assert any("goal 2 (Pro): 1 settled day(s) from 2026-10-24 to 2026-10-24" in note for note in notes)
+
+
+def test_revenue_sums_settled_and_recent_days_per_currency() -> None:
+    """A revenue goal over both layers: per currency, exact decimals, invalid amounts counted apart;
+    and a settled day rolled up before the goal had revenue counts none and is named."""
+    paid = GoalSpec("3", EVENT, name="Paid", event="order", revenue_prop="amount", currency_prop="currency")
+    worth = [("19.99", "EUR"), (5, "usd"), ("lots", "EUR"), (0.1 + 0.2, "EUR"), (7, "EURO")]
+    orders = [Hit(h.at, "/checkout", visitor=h.visitor, type="order", props=dict(zip(("amount", "currency"),
+              worth[n % len(worth)], strict=True))) for n, h in enumerate(HITS[::5])]  # fmt: skip
+    hits = HITS + orders
+    rollups = MemoryRollups(TZ.key, hits, SETTLED, goals=[SIGNUP, paid])
+    svc = QueryService(rollups, MemoryCounters(hits, WINDOW), RETENTION_S, now=lambda: NOW)
+    (row,) = Conversions(svc).goals(SITE_INFO, days(24, 27), [paid])["results"]
+    counted_orders = [h for h in orders if counted(h) and h.at >= local(24)]
+    units: dict[str, list[int]] = {}
+    for h in counted_orders:
+        amount, currency = h.props["amount"], str(h.props["currency"])
+        if amount != "lots" and currency != "EURO":
+            units.setdefault(currency.upper(), []).append(
+                int(Decimal(str(amount)).quantize(Decimal("0.0001")) * 10_000)
+            )
+    assert {c["currency"]: (c["conversions"], Decimal(c["total"])) for c in row["revenue"]["currencies"]} == {
+        currency: (len(amounts), Decimal(sum(amounts)) / 10_000) for currency, amounts in units.items()
+    }
+    assert row["revenue"]["without_revenue"] == len(counted_orders) - sum(map(len, units.values())) > 0
+    assert row["events"] == len(counted_orders)
+
+    before = MemoryRollups(TZ.key, hits, SETTLED, goals=[SIGNUP, paid], goal_ids={"2026-10-24": {"3"}})
+    before.goals = [SIGNUP, dataclasses.replace(paid, revenue_prop="", currency_prop="")]
+    svc = QueryService(before, MemoryCounters(hits, WINDOW), RETENTION_S, now=lambda: NOW)
+    notes = Conversions(svc).goals(SITE_INFO, days(24, 24), [paid])["sources"]["notes"]
+    assert any("before the goal counted revenue" in note for note in notes)
 
 
 def _funnel_doc(day: str, visitors: tuple[int, int], median_ms: float) -> dict[str, object]:
