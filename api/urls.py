@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api import alert_views, export_views, goal_views, import_views, views
+from api import alert_views, export_views, goal_views, import_views, journey_views, views
 from api.errors import not_found
 
 app_name = "api"
@@ -26,6 +26,7 @@ urlpatterns = [
     path(
         SITE + "events/<str:event>/properties/<str:prop>", views.EventPropertiesView.as_view(), name="event-properties"
     ),
+    path(SITE + "journeys", journey_views.JourneysView.as_view(), name="journeys"),
     path(SITE + "export", export_views.ExportView.as_view(), name="export"),
     path(SITE + "imports", import_views.ImportsView.as_view(), name="imports"),
     path(SITE + "imports/<str:import_id>", import_views.ImportView.as_view(), name="import"),

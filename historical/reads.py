@@ -27,12 +27,14 @@ from footfall.vocabulary import (
     PROP_SEPARATOR,
 )
 from historical.buckets import ms
+from historical.journeys import JourneyDays, journey_rows
 from historical.store import (
     BREAKDOWNS,
     DAILY,
     FUNNELS,
     GOAL_SOURCES,
     HOURLY,
+    JOURNEYS,
     RECONCILIATION,
     RUNS,
     has_clock_change,
@@ -427,3 +429,13 @@ class RollupReads:
         for doc in self.db[GOAL_SOURCES].find(query, {"value": 1, "visitors": 1}):
             out[str(doc["value"])] = out.get(str(doc["value"]), 0) + int(doc.get("visitors") or 0)
         return out
+
+    def journeys(self, site: str, days: Iterable[str]) -> JourneyDays:
+        """The kept session steps of ``site`` on the settled ``days`` that were rolled up with
+        journeys (:mod:`historical.journeys`); a day rolled up before them is absent."""
+        days = sorted(set(days))
+        if not days:
+            return JourneyDays()
+        query = {"site_id": site, "day": {"$in": days}}
+        docs = self.db[JOURNEYS].find(query, {"day": 1, "chunk": 1, "chunks": 1, "labels": 1, "rows": 1})
+        return JourneyDays(journey_rows(docs))

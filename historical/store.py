@@ -24,6 +24,9 @@ collection             ``_id`` (deterministic)                    content
 ``rollup_funnels``     ``site|day|funnel_id``                     per funnel: ``name``, ``steps`` (per
                                                                   step ``visitors``, ``median_ms``,
                                                                   ``times_ms``: see below)
+``rollup_journeys``    ``site|day|chunk``                         the day's sessions' kept steps per
+                                                                  visitor number, in chunks of a few
+                                                                  MB (:mod:`historical.journeys`)
 ``batch_runs``         ``site|day``                               what was rolled up, from how many
                                                                   events, when: the batch watermark;
                                                                   ``generation`` new at every load
@@ -89,8 +92,9 @@ DAILY, HOURLY, BREAKDOWNS, RUNS, RECONCILIATION = (
 )
 FUNNELS = "rollup_funnels"
 GOAL_SOURCES = "rollup_goal_sources"
+JOURNEYS = "rollup_journeys"  # each session's kept steps, in chunks (historical.journeys)
 # Every collection holding a (site, day)'s rollup documents; batch_runs settles them.
-ROLLUP_COLLECTIONS = (DAILY, HOURLY, BREAKDOWNS, GOAL_SOURCES, FUNNELS)
+ROLLUP_COLLECTIONS = (DAILY, HOURLY, BREAKDOWNS, GOAL_SOURCES, FUNNELS, JOURNEYS)
 # Statements per bulk write. FerretDB 1.x (a Mongo-wire server some users run, and the local
 # stack's until 2026-11-24) keeps every update statement's cursor open until the whole command
 # ends, each holding one of its 100 SQLite connections; a command replacing more than ~100
@@ -135,6 +139,10 @@ def funnel_doc_id(site: str, day: str, funnel: str) -> str:
     return f"{site}|{day}|{funnel}"
 
 
+def journey_doc_id(site: str, day: str, chunk: int) -> str:
+    return f"{site}|{day}|{chunk}"
+
+
 def ensure_indexes(db: Database) -> None:
     """Indexes for every query path of the API (idempotent)."""
     db[DAILY].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
@@ -151,6 +159,7 @@ def ensure_indexes(db: Database) -> None:
     db[GOAL_SOURCES].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
     db[FUNNELS].create_index([("site_id", ASCENDING), ("funnel_id", ASCENDING), ("day", ASCENDING)])
     db[FUNNELS].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
+    db[JOURNEYS].create_index([("site_id", ASCENDING), ("day", ASCENDING)])
     db[RUNS].create_index([("site_id", ASCENDING), ("day", DESCENDING)])
 
 
@@ -165,6 +174,8 @@ class DayDocuments:
     breakdowns: list[dict[str, object]]
     run: dict[str, object]
     funnels: list[dict[str, object]] = field(default_factory=list)  # each with its funnel_id
+    # historical.journeys.journey_documents (each with its chunk); none: the day keeps no journeys
+    journeys: list[dict[str, object]] = field(default_factory=list)
 
 
 def is_goal_source(dimension: str) -> bool:
@@ -192,12 +203,17 @@ def _with_ids(day: DayDocuments) -> dict[str, list[dict]]:
         {"_id": funnel_doc_id(day.site_id, day.day, str(f["funnel_id"])), "site_id": day.site_id, "day": day.day, **f}
         for f in day.funnels
     ]
+    journeys = [
+        {"_id": journey_doc_id(day.site_id, day.day, int(j["chunk"])), "site_id": day.site_id, "day": day.day, **j}  # type: ignore[call-overload]
+        for j in day.journeys
+    ]
     return {
         DAILY: [daily],
         HOURLY: hourly,
         BREAKDOWNS: [b for b in breakdowns if not is_goal_source(b["dimension"])],
         GOAL_SOURCES: [b for b in breakdowns if is_goal_source(b["dimension"])],
         FUNNELS: funnels,
+        JOURNEYS: journeys,
     }
 
 

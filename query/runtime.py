@@ -14,6 +14,7 @@ from historical.reads import RollupReads
 from historical.store import connect
 from query.conversions import Conversions
 from query.health import BREAKERS, HealthChecks, PipelineHealth
+from query.journeys import Journeys
 from query.service import QueryService
 from query.settled_cache import SettledCache
 from realtime import store as counters
@@ -53,6 +54,11 @@ def get_service() -> QueryService:
 @cache
 def get_conversions() -> Conversions:
     return Conversions(get_service())
+
+
+@cache
+def get_journeys() -> Journeys:
+    return Journeys(get_service())
 
 
 @cache

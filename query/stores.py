@@ -16,6 +16,7 @@ from typing import Protocol
 from footfall.goals import GoalSpec
 from footfall.revenue import RevenueSums
 from historical.imported import ImportSummary
+from historical.journeys import JourneyDays, JourneyRow
 from historical.reads import FunnelHistory, HourDocs, Settlement, Sums
 from realtime.reads import Engagement, EventRow, GoalCount, LiveView, Row
 
@@ -29,6 +30,8 @@ __all__ = [
     "HourDocs",
     "ImportSummary",
     "ImportedHistory",
+    "JourneyDays",
+    "JourneyRow",
     "LiveView",
     "RecentReads",
     "Row",
@@ -99,6 +102,10 @@ class SettledReads(Protocol):
 
     def goal_base(self, site: str, dim: str, days: Iterable[str], values: Iterable[str]) -> dict[str, int]:
         """Per one of ``values`` of goal source dimension ``dim``: the visitors attributed to it."""
+        ...
+
+    def journeys(self, site: str, days: Iterable[str]) -> JourneyDays:
+        """The kept session steps of the ``days`` rolled up with journeys, by day."""
         ...
 
 

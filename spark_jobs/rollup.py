@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 from archive.reader import read_events
 from footfall.goals import FUNNEL_TIME_BOUNDS_MS, DefinitionError, FunnelSpec, GoalSpec
 from historical.buckets import span_transitions
+from historical.journeys import journey_documents
 from historical.progress import progress_line
 from historical.store import (
     GOAL_SOURCES,
@@ -213,6 +214,7 @@ class DayRows:
     steps: dict[tuple[str, str], dict[str, dict[int, dict]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(dict))
     )
+    journeys: dict[tuple[str, str], list[dict]] = field(default_factory=lambda: defaultdict(list))
 
 
 def collect_rows(result: Mapping[str, DataFrame], read: DataFrame, site_tz: Mapping[str, str]) -> DayRows:
@@ -231,6 +233,8 @@ def collect_rows(result: Mapping[str, DataFrame], read: DataFrame, site_tz: Mapp
         rows.breakdowns[(s, d)].append(row)
     for s, d, row in _rows(result["funnels"].collect()):
         rows.steps[(s, d)][str(row["funnel_id"])][int(row["step"])] = row  # type: ignore[call-overload]
+    for s, d, row in _rows(result["journeys"].collect()):
+        rows.journeys[(s, d)].append(row)
     return rows
 
 
@@ -288,6 +292,7 @@ def transform_and_load(
                 documents = DayDocuments(
                     site, day, stats, rows.hourly.get(key, []), rows.breakdowns.get(key, []), run,
                     funnels=funnel_documents(funnels.get(site, []), rows.steps.get(key, {})),
+                    journeys=journey_documents(rows.journeys.get(key, [])),
                 )  # fmt: skip
                 load_day(db, documents)
                 loaded.append((site, day, run["events_read"]))

@@ -64,6 +64,7 @@ from spark_jobs.conversions import (
     with_engagement,
 )
 from spark_jobs.funnels import funnel_steps
+from spark_jobs.journeys import journey_sessions
 
 DEFAULT_TZ = "UTC"
 # The site's zone, once the zone table is joined on (SQL: :func:`_bucket_start` writes its CASE as text).
@@ -444,9 +445,10 @@ def rollup(
     is restricted to ``days``. ``transitions``: as for :func:`localize`. ``goals``: each
     site's goal definitions (none by default).
 
-    Returns ``{"daily", "hourly", "breakdowns", "sessions", "funnels"}`` as produced by
+    Returns ``{"daily", "hourly", "breakdowns", "sessions", "funnels", "journeys"}`` as produced by
     :func:`daily_totals`, :func:`hourly_totals`, :func:`breakdowns`, :func:`sessionize` and
-    :func:`spark_jobs.funnels.funnel_steps` of ``funnels`` (per site; none when None), whose
+    :func:`spark_jobs.funnels.funnel_steps` of ``funnels`` (per site; none when None) and
+    :func:`spark_jobs.journeys.journey_sessions`, whose
     attempts, like sessions, are seen whole and kept by the day they start; the breakdowns
     with engaged time joined on (:func:`spark_jobs.conversions.with_engagement`) and the
     ``event``, ``event_prop``, ``goal``, ``goal_src:*`` and ``goal_base:*`` rows of
@@ -516,4 +518,6 @@ def rollup_localized(
         "breakdowns": all_rows.select(*BREAKDOWN_COLUMNS, *BREAKDOWN_EXTRAS),
         "sessions": sessions.drop("_alone"),
         "funnels": funnel_steps(local, funnels or {}, gap_minutes).where(F.col("day").isin(wanted)),
+        # Each session's steps, kept by the day it starts on (spark_jobs.journeys).
+        "journeys": journey_sessions(local, wanted, gap_minutes),
     }
