@@ -15,7 +15,7 @@ from pathlib import Path
 from dash import Dash, html
 from django.conf import settings
 
-from dashboard import alerts, conversion_panels, health, history, install, live, shell
+from dashboard import alerts, conversion_panels, health, history, install, journeys, live, shell
 from dashboard.access import current
 
 _lock = threading.Lock()
@@ -40,7 +40,7 @@ def create_app() -> Dash:
         meta_tags=[{"name": "viewport", "content": "width=device-width, initial-scale=1"}],
     )
     app.layout = serve_layout
-    for module in (shell, live, history, conversion_panels, health, alerts, install):
+    for module in (shell, live, history, conversion_panels, journeys, health, alerts, install):
         module.register(app)
     return app
 

@@ -9,15 +9,15 @@ from urllib.parse import parse_qs, urlencode
 
 from dash import Dash, Input, Output, ctx, dcc, html, no_update
 
-from dashboard import alerts, conversion_panels, health, history, install, live, live_events, messages
+from dashboard import alerts, conversion_panels, health, history, install, journeys, live, live_events, messages
 from dashboard.access import Access, current
 from dashboard.callbacks import Callbacks
 
 callbacks = Callbacks()
 PREFIX = "/dashboard/"
 PAGES = {
-    "live": "Live", "events": "Live events", "history": "History", "install": "Installation", "health": "Health",
-    "alerts": "Alerts",
+    "live": "Live", "events": "Live events", "history": "History", "journeys": "Journeys", "install": "Installation",
+    "health": "Health", "alerts": "Alerts",
 }  # fmt: skip
 
 
@@ -132,6 +132,8 @@ def route(pathname: str | None) -> html.Div:
     page = page_of(pathname)
     if page == "history":
         return history.page(conversion_panels.panels())
+    if page == "journeys":
+        return journeys.page()
     if page == "health":
         return health.page() if access.can_see_health else health.refused()
     if page == "alerts":

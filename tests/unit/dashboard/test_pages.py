@@ -65,8 +65,8 @@ def test_shell_lists_only_the_allowed_sites() -> None:
     assert "read-only" in body
     assert "sign-out" not in body
     nav = shell.layout(shared).children[1].children[2].children
-    # live, events, history, install, health, alerts
-    assert [span.hidden for span in nav] == [False, True, False, True, True, True]
+    # live, events, history, journeys, install, health, alerts
+    assert [span.hidden for span in nav] == [False, True, False, False, True, True, True]
     assert shell.no_sites(Access(shared_revoked=True)).children[1].children == messages.SHARE_REVOKED
     assert shell.no_sites(Access(username="u")).children[1].children == messages.NO_SITES
     assert shell.no_sites(Access(username="root", staff=True)).children[1].children == messages.NO_SITES_STAFF
