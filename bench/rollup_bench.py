@@ -1,7 +1,7 @@
 """Rollup benchmark: the nightly Spark rollup (``local[2]``) against DuckDB on the same generated archive, their
 ``page``, ``ref``, ``refpage``, ``event``, ``event_prop`` and ``goal`` breakdowns (engaged time and scroll depth
-included) compared row by row; no services needed. Goals (issue 43): Spark <= 2 x DuckDB's wall time at 10M rows
-(CPU <= 2.5 x), <= 3 x at 1M. Usage and figures: bench/README.md."""
+included) and each day's journey sessions compared row by row; no services needed. Goals (issue 43): Spark
+<= 2 x DuckDB's wall time at 10M rows (CPU <= 2.5 x), <= 3 x at 1M. Usage and figures: bench/README.md."""
 
 from __future__ import annotations
 
@@ -30,9 +30,13 @@ import pyarrow.parquet as pq
 from archive.schema import ARROW_SCHEMA, EVENTS_DIR
 from bench.harness import OUT, columns, cpu_seconds, machine, run_main
 from footfall.goals import GoalSpec
+from footfall.journeys import MAX_STEPS, STORED_STEPS_CAP
+from footfall.revenue import MAX_AMOUNT, UNIT
 from footfall.vocabulary import (
     EVENT_PROP_VALUES,
     GOAL_BASE_PREFIX,
+    GOAL_REVENUE,
+    GOAL_REVENUE_SOURCE_PREFIX,
     GOAL_SOURCE_DIMENSIONS,
     GOAL_SOURCE_PREFIX,
     MAX_ENGAGED_MS,
@@ -46,7 +50,7 @@ from footfall.vocabulary import (
 from spark_jobs.transforms import DEFAULT_TZ
 
 CACHE = Path.home() / ".cache" / "footfall" / "bench"
-GEN_VERSION = 2  # bump when the generator changes: the cache key includes it
+GEN_VERSION = 3  # bump when the generator changes: the cache key includes it
 # Spark / DuckDB wall time at 10M rows and more (CPU time: GOAL_CPU_RATIO), and below it (a larger share is fixed cost).
 GOAL_RATIO, GOAL_CPU_RATIO, GOAL_RATIO_SMALL = 2.0, 2.5, 3.0
 
@@ -56,16 +60,21 @@ def goal_ratio(events: int) -> float:
 
 
 # The goal filter's rows: converting visitors per goal and value, every visitor per value (first session of the day).
-GOAL_SOURCE_ROWS = tuple(p + dim for p in (GOAL_SOURCE_PREFIX, GOAL_BASE_PREFIX) for dim in GOAL_SOURCE_DIMENSIONS)
-DIMENSIONS = ("page", "ref", "refpage", "event", "event_prop", "goal", *GOAL_SOURCE_ROWS)
+_GOAL_ROW_PREFIXES = (GOAL_SOURCE_PREFIX, GOAL_BASE_PREFIX, GOAL_REVENUE_SOURCE_PREFIX)
+GOAL_SOURCE_ROWS = tuple(p + dim for p in _GOAL_ROW_PREFIXES for dim in GOAL_SOURCE_DIMENSIONS)
+DIMENSIONS = ("page", "ref", "refpage", "event", "event_prop", "goal", GOAL_REVENUE, *GOAL_SOURCE_ROWS)
 # The archive column of each goal source dimension's value in a session's first page view (ref: the label, computed).
 SOURCE_COLUMNS = {"ref": "ref", "ref_type": "ref_type", "utm_source": "utm_source", "utm_medium": "utm_medium",
                   "utm_campaign": "utm_campaign", "entry_page": "path", "country": "country", "browser": "ua_browser",
                   "os": "ua_os", "device": "ua_device"}  # fmt: skip
 assert tuple(SOURCE_COLUMNS) == GOAL_SOURCE_DIMENSIONS
 KEYS = ("site_id", "day", "dimension", "value")
+# Journey sessions (spark_jobs.journeys) compared as rows of this dimension: the value is the visitor's number, "cut"
+# or "" and the kept steps, joined by REFPAGE_SEPARATOR; ``events`` holds the sessions.
+JOURNEY = "journey"
 # Compared besides the keys; null where a dimension does not have the figure.
-FIGURES = ("pageviews", "visitors", "events", "engaged_ms", "engagements", "scroll_views", "scroll_sum")
+FIGURES = ("pageviews", "visitors", "events", "engaged_ms", "engagements", "scroll_views", "scroll_sum", "revenue",
+           "no_revenue")  # fmt: skip
 
 FIRST_DAY = dt.date(2025, 10, 26)  # EU clocks go back this day, US clocks on 2025-11-02
 LOCAL_DAYS = 8
@@ -102,12 +111,22 @@ REFERRERS = (
 
 
 def site_goals() -> dict[str, list[GoalSpec]]:
-    """Three goals per site: a page pattern, an event with a property, an event by name."""
+    """Five goals per site: a page pattern, an event with a property, an event by name, and two revenue goals
+    (the currency from a property, and a fixed one)."""
     return {
         site_id: [
             GoalSpec(f"{site_id}-1", "page", name="Pages 1*", path=f"{prefix}1*"),
             GoalSpec(f"{site_id}-2", "event", name="Pro signup", event="signup", prop="plan", value="pro"),
             GoalSpec(f"{site_id}-3", "event", name="Download", event="download"),
+            GoalSpec(
+                f"{site_id}-4",
+                "event",
+                name="Paid signup",
+                event="signup",
+                revenue_prop="amount",
+                currency_prop="currency",
+            ),
+            GoalSpec(f"{site_id}-5", "event", name="Paid click", event="click", revenue_prop="qty", currency="EUR"),
         ]
         for site_id, _, _, _, _, prefix in SITES
     }
@@ -261,8 +280,17 @@ def run_spark(spark: Any, root: Path, site_tz: dict[str, str | None], days: list
     changes = zone_changes(set(site_tz.values()), days)
     local = persisted(localized(events, zones, changes))
     try:
-        breakdowns = rollup_localized(local, days, goals=site_goals())["breakdowns"]
-        table = breakdowns.where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES).toArrow()
+        outputs = rollup_localized(local, days, goals=site_goals())
+        breakdowns = outputs["breakdowns"].where(F.col("dimension").isin(*DIMENSIONS)).select(*KEYS, *FIGURES)
+        cut = F.when(F.col("truncated"), F.lit("cut")).otherwise(F.lit(""))
+        journeys = outputs["journeys"].select(
+            "site_id", "day", F.lit(JOURNEY).alias("dimension"),
+            F.concat_ws(REFPAGE_SEPARATOR, F.col("visitor").cast("string"), cut, "steps").alias("value"),
+            F.lit(0).cast("long").alias("pageviews"), F.lit(0).cast("long").alias("visitors"),
+            F.col("sessions").alias("events"), *[F.lit(None).cast("long").alias(f) for f in FIGURES[3:]],
+        )  # fmt: skip
+        # One collect per output, as the job's collect_rows does.
+        table = pa.concat_tables([breakdowns.toArrow(), journeys.toArrow()], promote_options="permissive")
     finally:
         local.unpersist(blocking=True)  # the next round reads the archive again, as the next night's job
     wall, cpu = time.monotonic() - started, cpu_seconds(jvm) + cpu_seconds() - cpu
@@ -351,18 +379,48 @@ props AS (
     FROM pairs JOIN labels USING (site_id, day, event, prop, text) GROUP BY site_id, day, event, prop, label
 ),
 reached AS (
-    SELECT h.site_id, h.day, g.goal_id, h.visitor_id FROM humans h JOIN goals g ON g.site_id = h.site_id
+    SELECT h.site_id, h.day, g.goal_id, h.visitor_id, h.props FROM humans h JOIN goals g ON g.site_id = h.site_id
     WHERE CASE WHEN g.kind = 'page' THEN h.type = 'pageview' AND coalesce(regexp_matches(h.path, g.regex), FALSE)
                WHEN g.prop = '' THEN h.type = g.event
                ELSE h.type = g.event AND coalesce(json_exists(h.props, '$."' || g.prop || '"')
                     AND coalesce(json_extract_string(h.props, '$."' || g.prop || '"'), '') = g.value, FALSE) END
 ),
+paid AS (  -- revenue goals' conversions: currency and units (footfall.revenue), both null without valid revenue
+    SELECT site_id, day, goal_id, visitor_id, CASE WHEN ok THEN code END AS currency,
+           CASE WHEN ok THEN units END AS units
+    FROM (
+        SELECT *, units IS NOT NULL AND units <= $max_amount::BIGINT * $unit AND code IS NOT NULL AS ok
+        FROM (
+        -- half to even, exactly: DuckDB's round_even goes through a DOUBLE
+        SELECT *, (floor(scaled) + CASE WHEN scaled - floor(scaled) > 0.5 THEN 1
+                                        WHEN scaled - floor(scaled) < 0.5 THEN 0
+                                        ELSE floor(scaled) % 2 END)::BIGINT AS units
+        FROM (
+            SELECT r.site_id, r.day, r.goal_id, r.visitor_id,
+                   CASE WHEN g.currency <> '' THEN g.currency
+                        WHEN regexp_full_match(coalesce(c, ''), '[A-Za-z]{3}') THEN upper(c) END AS code,
+                   CASE WHEN regexp_full_match(coalesce(a, ''), '[0-9]{1,10}([.][0-9]{1,20})?')
+                        THEN CAST(a AS DECIMAL(30, 20)) * $unit END AS scaled
+            FROM (SELECT r.*, json_extract_string(r.props, '$."' || g.revenue_prop || '"') AS a,
+                         CASE WHEN g.currency_prop <> ''
+                              THEN json_extract_string(r.props, '$."' || g.currency_prop || '"') END AS c, g.currency
+                  FROM reached r JOIN goals g USING (site_id, goal_id) WHERE g.revenue_prop <> '') r
+                 JOIN goals g USING (site_id, goal_id))))
+),
+unpaid AS (SELECT site_id, day, goal_id, count(*) FILTER (WHERE units IS NULL) AS n FROM paid GROUP BY ALL),
 goal_rows AS (
     SELECT g.site_id, d.day, 'goal' AS dimension, g.goal_id AS value, count(r.goal_id) AS events,
-           count(DISTINCT r.visitor_id) AS visitors
+           count(DISTINCT r.visitor_id) AS visitors,
+           CASE WHEN any_value(g.revenue_prop) <> '' THEN coalesce(any_value(u.n), 0) END AS no_revenue
     FROM goals g CROSS JOIN (SELECT unnest($days) AS day) d
     LEFT JOIN reached r ON r.site_id = g.site_id AND r.day = d.day AND r.goal_id = g.goal_id
-    GROUP BY ALL
+    LEFT JOIN unpaid u ON u.site_id = g.site_id AND u.day = d.day AND u.goal_id = g.goal_id
+    GROUP BY g.site_id, d.day, g.goal_id
+),
+revenue_rows AS (
+    SELECT site_id, day, $revenue AS dimension, goal_id || $psep || currency AS value, count(*) AS events,
+           count(DISTINCT visitor_id) AS visitors, sum(units)::BIGINT AS revenue
+    FROM paid WHERE units IS NOT NULL GROUP BY site_id, day, goal_id, currency
 ),
 views AS (  -- human page views of every date read, with a visitor: sessions may begin the evening before
     SELECT d.*, CASE WHEN coalesce(d.ref_domain, '') <> '' THEN d.ref_domain
@@ -393,23 +451,84 @@ sources AS (
     FROM attributed a JOIN converting c USING (site_id, day, visitor_id) GROUP BY ALL
     UNION ALL
     SELECT site_id, day, $base_prefix || dim, value, count(*), NULL FROM attributed GROUP BY ALL
+),
+revenue_sources AS (
+    SELECT a.site_id, a.day, $revsrc_prefix || a.dim AS dimension,
+           p.goal_id || $psep || p.currency || $psep || a.value AS value, count(*) AS visitors,
+           sum(p.n)::BIGINT AS events, sum(p.units)::BIGINT AS revenue
+    FROM attributed a JOIN (SELECT site_id, day, visitor_id, goal_id, currency, count(*) AS n, sum(units) AS units
+                            FROM paid WHERE units IS NOT NULL AND visitor_id IS NOT NULL GROUP BY ALL) p
+         USING (site_id, day, visitor_id)
+    GROUP BY ALL
+),
+steps AS (  -- journeys' steps (spark_jobs.journeys): human page views and custom events with a visitor, every date
+    SELECT * FROM (
+        SELECT d.site_id, d.visitor_id, d.ts, d.event_id,
+               CASE WHEN d.type = 'pageview' THEN CASE WHEN starts_with(d.path, '/') THEN d.path END
+                    WHEN d.type IN ('request', 'engagement') OR starts_with(d.type, '/') THEN NULL
+                    ELSE d.type END AS label,
+               CAST(CAST(timezone(coalesce(z.tz, $default_tz), make_timestamptz(d.ts * 1000)) AS DATE) AS VARCHAR)
+                   AS day
+        FROM deduped d LEFT JOIN zones z ON z.site_id = d.site_id
+        WHERE NOT coalesce(d.is_bot, FALSE) AND d.visitor_id IS NOT NULL)
+    WHERE label IS NOT NULL
+),
+step_runs AS (  -- a session starts more than $gap_ms after the visitor's step before; a reload is no step
+    SELECT * FROM (
+        SELECT *, coalesce(ts - lag(ts) OVER w > $gap_ms, TRUE) AS new_session, lag(label) OVER w AS prev
+        FROM steps WINDOW w AS (PARTITION BY site_id, visitor_id ORDER BY ts, event_id))
+),
+sessions_of AS (
+    SELECT *, sum(new_session::INT) OVER (PARTITION BY site_id, visitor_id ORDER BY ts, event_id
+                                          ROWS UNBOUNDED PRECEDING) AS session
+    FROM step_runs
+),
+positions AS (
+    SELECT *, row_number() OVER (PARTITION BY site_id, visitor_id, session ORDER BY ts, event_id) AS pos
+    FROM sessions_of WHERE new_session OR label <> prev
+),
+journey_sessions AS (  -- each session's steps, and the position of the last step it first reached in the head
+    SELECT site_id, visitor_id, first(day ORDER BY pos) AS day, list(label ORDER BY pos) AS all_steps,
+           max(CASE WHEN first_time AND pos <= $cap THEN pos END) AS last_new
+    FROM (SELECT *, row_number() OVER (PARTITION BY site_id, visitor_id, session, label ORDER BY pos) = 1
+                        AS first_time FROM positions)
+    GROUP BY site_id, visitor_id, session
+),
+kept AS (
+    SELECT site_id, day, visitor_id, all_steps[1:keep] AS steps, keep < len(all_steps) AS truncated
+    FROM (SELECT *, least(len(all_steps), last_new + $depth, $cap) AS keep FROM journey_sessions)
+    WHERE day IN (SELECT unnest($days))
+),
+journeys AS (
+    SELECT site_id, day,
+           dense_rank() OVER (PARTITION BY site_id, day ORDER BY visitor_id)::VARCHAR || $sep
+               || CASE WHEN truncated THEN 'cut' ELSE '' END || $sep || array_to_string(steps, $sep) AS value,
+           sessions
+    FROM (SELECT site_id, day, visitor_id, steps, truncated, count(*) AS sessions FROM kept GROUP BY ALL)
 )
 SELECT site_id, day, dimension, value, coalesce(v.pageviews, 0) AS pageviews, coalesce(v.visitors, 0) AS visitors,
        NULL::BIGINT AS events,
        CASE WHEN dimension IN ('page', 'ref') THEN coalesce(e.engaged_ms, 0) END AS engaged_ms,
        CASE WHEN dimension = 'page' THEN coalesce(e.engagements, 0) END AS engagements,
        CASE WHEN dimension = 'page' THEN coalesce(e.scroll_views, 0) END AS scroll_views,
-       CASE WHEN dimension = 'page' THEN coalesce(e.scroll_sum, 0) END AS scroll_sum
+       CASE WHEN dimension = 'page' THEN coalesce(e.scroll_sum, 0) END AS scroll_sum,
+       NULL::BIGINT AS revenue, NULL::BIGINT AS no_revenue
 FROM viewed v FULL JOIN engaged e USING (site_id, day, dimension, value)
 UNION ALL
-SELECT site_id, day, 'event', type, 0, count(DISTINCT visitor_id), count(*), NULL, NULL, NULL, NULL
+SELECT site_id, day, 'event', type, 0, count(DISTINCT visitor_id), count(*), NULL, NULL, NULL, NULL, NULL, NULL
 FROM custom GROUP BY ALL
 UNION ALL
-SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL FROM props
+SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL, NULL, NULL FROM props
 UNION ALL
-SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL FROM goal_rows
+SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL, NULL, no_revenue FROM goal_rows
 UNION ALL
-SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL FROM sources
+SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL, revenue, NULL FROM revenue_rows
+UNION ALL
+SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL, NULL, NULL FROM sources
+UNION ALL
+SELECT site_id, day, dimension, value, 0, visitors, events, NULL, NULL, NULL, NULL, revenue, NULL FROM revenue_sources
+UNION ALL
+SELECT site_id, day, $journey, value, 0, 0, sessions, NULL, NULL, NULL, NULL, NULL, NULL FROM journeys
 """.replace("{SOURCE_STRUCTS}", ", ".join(f"{{'dim': '{d}', 'v': {c}}}" for d, c in SOURCE_COLUMNS.items()))
 
 
@@ -422,15 +541,19 @@ def run_duckdb(root: Path, site_tz: dict[str, str | None], days: list[str], date
         con.execute("CREATE TABLE site_tz (site_id VARCHAR, tz VARCHAR)")
         con.executemany("INSERT INTO site_tz VALUES (?, ?)", list(site_tz.items()))
         con.execute("CREATE TABLE goals (site_id VARCHAR, goal_id VARCHAR, kind VARCHAR, regex VARCHAR, "
-                    "event VARCHAR, prop VARCHAR, value VARCHAR)")  # fmt: skip
-        goals = [(site, g.goal_id, g.kind, re2_regex(g.path) if g.kind == "page" else "", g.event, g.prop, g.value)
+                    "event VARCHAR, prop VARCHAR, value VARCHAR, revenue_prop VARCHAR, currency_prop VARCHAR, "
+                    "currency VARCHAR)")  # fmt: skip
+        goals = [(site, g.goal_id, g.kind, re2_regex(g.path) if g.kind == "page" else "", g.event, g.prop, g.value,
+                  g.revenue_prop, g.currency_prop, g.currency)
                  for site, specs in site_goals().items() for g in specs if site in site_tz]  # fmt: skip
-        con.executemany("INSERT INTO goals VALUES (?, ?, ?, ?, ?, ?, ?)", goals)
+        con.executemany("INSERT INTO goals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", goals)
         params = {"files": f"{root / EVENTS_DIR}/*/*/*/*.parquet", "dates": dates, "sites": sorted(site_tz),
                   "days": days, "default_tz": DEFAULT_TZ, "direct": REF_DIRECT, "unknown": REF_UNKNOWN,
                   "sep": REFPAGE_SEPARATOR, "psep": PROP_SEPARATOR, "other": VALUE_OTHER, "top": EVENT_PROP_VALUES,
                   "max_ms": MAX_ENGAGED_MS, "gap_ms": SESSION_GAP_MINUTES * 60_000, "src_prefix": GOAL_SOURCE_PREFIX,
-                  "base_prefix": GOAL_BASE_PREFIX}  # fmt: skip
+                  "base_prefix": GOAL_BASE_PREFIX, "revenue": GOAL_REVENUE, "revsrc_prefix": GOAL_REVENUE_SOURCE_PREFIX,
+                  "unit": UNIT, "max_amount": MAX_AMOUNT, "journey": JOURNEY,
+                  "cap": STORED_STEPS_CAP, "depth": MAX_STEPS}  # fmt: skip
         table = _arrow(con.execute(DUCKDB_SQL, params))
     finally:
         con.close()

@@ -37,7 +37,9 @@ ROWS = [
     event("a1", "purchase", 1, "a", {"amount": 19.99, "currency": "EUR"}),
     event("a2", "purchase", 2, "a", {"amount": 0.1 + 0.2, "currency": "eur"}),
     event("a2", "purchase", 2, "a", {"amount": 0.1 + 0.2, "currency": "eur"}, kafka_offset=9),  # archived twice
-    event("a3", "purchase", 3, "a", {"amount": "1.00005", "currency": "USD"}),
+    event("a3", "purchase", 3, "a", {"amount": "1.00005", "currency": "USD"}),  # ties: half to even
+    event("a6", "purchase", 6, "a", {"amount": "123.45675", "currency": "GBP"}),
+    event("a7", "purchase", 7, "a", {"amount": "2.00015", "currency": "GBP"}),
     event("a4", "purchase", 4, "a", {"amount": "lots", "currency": "EUR"}),
     event("a5", "donate", 5, "a", {"sum": 5}),
     view("b0", 0, "b", ref_domain="twitter.com"),
@@ -93,8 +95,9 @@ def test_revenue_per_goal_currency_and_source_equals_the_truth(make_events, make
     assert got[("g1", "EUR")] == [2, 199_900 + 3_000]
     assert got[("g1", "USD")] == [2, 10_000 + 10_000_000_000_000]
     assert got[("g2", "EUR")] == [2, 50_000 + 123_450]
+    assert got[("g1", "GBP")] == [2, 1_234_568 + 20_002]
     goal_rows = {r.value: (r.events, r.no_revenue) for r in rows.where("dimension = 'goal'").collect()}
-    assert goal_rows == {"g1": (11, unpaid["g1"]), "g2": (3, unpaid["g2"]), "g3": (11, None)}
+    assert goal_rows == {"g1": (13, unpaid["g1"]), "g2": (3, unpaid["g2"]), "g3": (13, None)}
     assert unpaid == {"g1": 7, "g2": 1}
     by_source = {
         (r.goal_id, r.value.split("\x1f")[2], r.currency): [r.visitors, r.events, r.revenue]
@@ -103,5 +106,6 @@ def test_revenue_per_goal_currency_and_source_equals_the_truth(make_events, make
     assert by_source == sources
     campaign = rows.where("dimension = 'goal_revsrc:utm_source'").collect()
     assert {(r.value, r.revenue) for r in campaign} == {
-        ("g1\x1fEUR\x1fnewsletter", 202_900), ("g1\x1fUSD\x1fnewsletter", 10_000), ("g2\x1fEUR\x1fnewsletter", 50_000)
+        ("g1\x1fEUR\x1fnewsletter", 202_900), ("g1\x1fUSD\x1fnewsletter", 10_000), ("g2\x1fEUR\x1fnewsletter", 50_000),
+        ("g1\x1fGBP\x1fnewsletter", 1_254_570),
     }  # fmt: skip
