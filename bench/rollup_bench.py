@@ -379,7 +379,7 @@ props AS (
     FROM pairs JOIN labels USING (site_id, day, event, prop, text) GROUP BY site_id, day, event, prop, label
 ),
 reached AS (
-    SELECT h.site_id, h.day, g.goal_id, h.visitor_id, h.props FROM humans h JOIN goals g ON g.site_id = h.site_id
+    SELECT h.site_id, h.day, g.goal_id, h.visitor_id FROM humans h JOIN goals g ON g.site_id = h.site_id
     WHERE CASE WHEN g.kind = 'page' THEN h.type = 'pageview' AND coalesce(regexp_matches(h.path, g.regex), FALSE)
                WHEN g.prop = '' THEN h.type = g.event
                ELSE h.type = g.event AND coalesce(json_exists(h.props, '$."' || g.prop || '"')
@@ -401,10 +401,12 @@ paid AS (  -- revenue goals' conversions: currency and units (footfall.revenue),
                         WHEN regexp_full_match(coalesce(c, ''), '[A-Za-z]{3}') THEN upper(c) END AS code,
                    CASE WHEN regexp_full_match(coalesce(a, ''), '[0-9]{1,10}([.][0-9]{1,20})?')
                         THEN CAST(a AS DECIMAL(30, 20)) * $unit END AS scaled
-            FROM (SELECT r.*, json_extract_string(r.props, '$."' || g.revenue_prop || '"') AS a,
+            -- a revenue goal has no property condition: its conversions are the events of its name
+            FROM (SELECT h.site_id, h.day, g.goal_id, h.visitor_id,
+                         json_extract_string(h.props, '$."' || g.revenue_prop || '"') AS a,
                          CASE WHEN g.currency_prop <> ''
-                              THEN json_extract_string(r.props, '$."' || g.currency_prop || '"') END AS c, g.currency
-                  FROM reached r JOIN goals g USING (site_id, goal_id) WHERE g.revenue_prop <> '') r
+                              THEN json_extract_string(h.props, '$."' || g.currency_prop || '"') END AS c
+                  FROM custom h JOIN goals g ON g.site_id = h.site_id AND g.revenue_prop <> '' AND h.type = g.event) r
                  JOIN goals g USING (site_id, goal_id))))
 ),
 unpaid AS (SELECT site_id, day, goal_id, count(*) FILTER (WHERE units IS NULL) AS n FROM paid GROUP BY ALL),

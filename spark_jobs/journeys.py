@@ -78,21 +78,22 @@ def journey_sessions(events: DataFrame, days: Iterable[str], gap_minutes: int = 
         F.array_sort(F.collect_list(F.struct("ts", "event_id", "day", "label"))).alias("_steps")
     )
     labels = F.transform("_steps", lambda s: s["label"])
+    # _alone ("" here: every row has a visitor) stays a key so that the rows, partitioned by VISITOR,
+    # are grouped per visitor and steps without a shuffle.
     per_session = (
-        sessions.select("site_id", "visitor_id", F.element_at("_steps", 1)["day"].alias("day"), labels.alias("_all"))
+        sessions.select(*VISITOR, F.element_at("_steps", 1)["day"].alias("day"), labels.alias("_all"))
         .where(F.col("day").isin(wanted))
         .withColumn("_kept", kept(F.col("_all")))
         .select(
-            "site_id",
+            *VISITOR,
             "day",
-            "visitor_id",
             F.slice("_all", 1, F.col("_kept")).alias("steps"),
             (F.col("_kept") < F.size("_all")).alias("truncated"),
         )
     )
     number = F.dense_rank().over(Window.partitionBy("site_id", "day").orderBy("visitor_id"))
     return (
-        per_session.groupBy("site_id", "day", "visitor_id", "steps", "truncated")
+        per_session.groupBy(*VISITOR, "day", "steps", "truncated")
         .agg(F.count("*").alias("sessions"))
         .withColumn("visitor", number.cast("int"))
         .select("site_id", "day", "visitor", "steps", "truncated", "sessions")
