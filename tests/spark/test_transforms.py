@@ -44,9 +44,10 @@ BREAKDOWN_DDL = (
 # rollup()'s breakdowns: those of breakdowns() and the columns only some dimensions have.
 ROLLUP_BREAKDOWN_DDL = (
     f"{BREAKDOWN_DDL}, engaged_ms BIGINT, engagements BIGINT, scroll_views BIGINT, scroll_sum BIGINT, "
-    "events BIGINT, event STRING, prop STRING, prop_value STRING, name STRING, goal_id STRING"
+    "events BIGINT, event STRING, prop STRING, prop_value STRING, name STRING, goal_id STRING, no_revenue BIGINT, "
+    "currency STRING, revenue BIGINT"
 )
-NO_ENGAGEMENT, NO_EVENTS = (None,) * 4, (None,) * 6
+NO_ENGAGEMENT, NO_EVENTS = (None,) * 4, (None,) * 9
 
 
 def at(hours: float = 0, minutes: float = 0) -> int:
@@ -463,7 +464,7 @@ def test_rollup_breakdowns(spark: SparkSession, rolled):
         row("ref_type", "other", 1, 1),
         row("browser", "Firefox", 2, 1),
         ("s", DAY, "entry_page", "/", 3, 2, 2, 1, 300.0, None, None, *NO_ENGAGEMENT, *NO_EVENTS),
-        ("s", DAY, "event", "signup", 0, 1, None, None, None, None, None, *NO_ENGAGEMENT, 1, *(None,) * 5),
+        ("s", DAY, "event", "signup", 0, 1, None, None, None, None, None, *NO_ENGAGEMENT, 1, *(None,) * 8),
     ]
     assertDataFrameEqual(rolled["breakdowns"], spark.createDataFrame(expected, ROLLUP_BREAKDOWN_DDL))
 
@@ -473,7 +474,7 @@ def test_rollup_is_deterministic(make_events, make_zones, changes):
     zones = make_zones({"s": "Europe/Berlin"})
     first = rollup(make_events(*ROLLUP_ROWS), zones, [DAY], changes)
     second = rollup(make_events(*reversed(ROLLUP_ROWS)), zones, [dt.date(2025, 11, 24)], changes)
-    assert first.keys() == second.keys() == {"daily", "hourly", "breakdowns", "sessions", "funnels"}
+    assert first.keys() == second.keys() == {"daily", "hourly", "breakdowns", "sessions", "funnels", "journeys"}
     for name in first:
         assertDataFrameEqual(first[name], second[name])
 
