@@ -75,8 +75,8 @@ class JourneysView(SiteView):
     )
     def get(self, request: Request, site_id: str) -> Response:
         q = self.params(request)
+        site = self.site(request)  # a key of another site learns nothing, not even which parameter is wrong
         question = parse(q.get("start"), q.get("path"), q.get("direction"))
         limit = p.bounded_int(q, "limit", 20, 1, MAX_OPTIONS)
-        site = self.site(request)
         rng = p.parse_range(q, site.tz, self.now(), p.DEFAULT_SPAN["day"], MAX_SPAN)
         return Response(get_journeys().journeys(site, rng, question, limit))

@@ -26,6 +26,8 @@ FILL = {
     "event": "signup",
     "prop": "plan",
 }
+# Parameters an endpoint cannot answer without (every call sends them; a test may override them).
+REQUIRED = {"sites/{site_id}/journeys": {"start": "/pricing"}}
 INJECTIONS = ['{"$gt": ""}', "$where", "this.a == 1", "a.b", "$ne", "';return true;//", "\x00", "../../x", "%24gt"]
 
 
@@ -42,8 +44,9 @@ def site_paths() -> list[str]:
     return [path.format_map({**FILL, "site_id": "{site_id}"}).removeprefix("/api/v1/") for path in paths]
 
 
-def call(client: Client, path: str, site_id: str, key: str | None, **params: object):
+def call(client: Client, path: str, site_id: str, key: str | None, /, **params: object):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
+    params = REQUIRED.get(path, {}) | params
     return client.get("/api/v1/" + path.replace("{site_id}", site_id), params, **headers)
 
 
@@ -103,7 +106,8 @@ def test_operator_injection_in_every_parameter_does_nothing(
     client = Client()
     _, db = connect(cfg.mongo_url, cfg.mongo_db)
     before = (db[BREAKDOWNS].estimated_document_count(), db[RUNS].estimated_document_count())
-    names = ["metric", "interval", "from", "to", "tz", "filters", "limit", "page", "metrics", "minutes", "compare"]
+    names = ["metric", "interval", "from", "to", "tz", "filters", "limit", "page", "metrics", "minutes", "compare",
+             "start", "path", "direction"]  # fmt: skip
     for path in site_paths():
         for payload in INJECTIONS:
             for name in names:
