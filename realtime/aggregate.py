@@ -337,15 +337,11 @@ def _add_revenue(batch: Batch, layout: KeyLayout, customs: list[Event]) -> None:
             values.append(value)
     if not sites:
         return
-    per_minute, per_hour = sum_values(sites, minutes, units, [values])
-    for rows, cap, (count_key, amount_key, expires) in (
-        (per_minute, layout.minute_values, (layout.revenues, layout.revenue_units, layout.expires_at)),
-        (per_hour, layout.hour_values, (layout.hour_revenues, layout.hour_revenue_units, layout.hour_expires_at)),
-    ):
-        for site, bucket, _, value, count, amount in rows:
-            keys = count_key(site, bucket), amount_key(site, bucket)
-            batch.expire_at[keys[0]] = batch.expire_at[keys[1]] = expires(bucket)
-            batch.amounts.append(AmountOp(*keys, cap, count, amount, value))
+    _add_amounts(
+        batch, layout, sum_values(sites, minutes, units, [values]),
+        lambda site, minute, _: (layout.revenues(site, minute), layout.revenue_units(site, minute)),
+        lambda site, hour, _: (layout.hour_revenues(site, hour), layout.hour_revenue_units(site, hour)),
+    )  # fmt: skip
 
 
 def _add_engagement(batch: Batch, layout: KeyLayout, reports: list[Event]) -> None:
@@ -353,20 +349,37 @@ def _add_engagement(batch: Batch, layout: KeyLayout, reports: list[Event]) -> No
     and per hour (realtime.keys, Engagement), busiest values first as for page views."""
     if not reports:
         return
-    per_minute, per_hour = sum_values(
+    sums = sum_values(
         [e.site_id for e in reports],
         [e.ts // 60_000 for e in reports],
         [engaged_ms(e) for e in reports],
         [[e.path for e in reports], _refs(reports)],
     )
-    for rows, cap, names in (
-        (per_minute, layout.minute_values, (layout.engagements, layout.engaged_ms, layout.expires_at)),
-        (per_hour, layout.hour_values, (layout.hour_engagements, layout.hour_engaged_ms, layout.hour_expires_at)),
+    dims = ENGAGEMENT_DIMENSIONS
+    _add_amounts(
+        batch, layout, sums,
+        lambda site, m, d: (layout.engagements(site, m, dims[d]), layout.engaged_ms(site, m, dims[d])),
+        lambda site, h, d: (layout.hour_engagements(site, h, dims[d]), layout.hour_engaged_ms(site, h, dims[d])),
+    )  # fmt: skip
+
+
+def _add_amounts(
+    batch: Batch,
+    layout: KeyLayout,
+    sums: tuple[list[tuple[str, int, int, str, int, int]], list[tuple[str, int, int, str, int, int]]],
+    minute_keys: Callable[[str, int, int], tuple[str, str]],
+    hour_keys: Callable[[str, int, int], tuple[str, str]],
+) -> None:
+    """The amount operations of :func:`realtime.value_counts.sum_values`' per-minute and per-hour rows:
+    ``minute_keys`` / ``hour_keys`` (site, bucket, dimension index) name a value's pair of sorted sets
+    (counts, amounts), capped at the layout's values per minute or hour."""
+    per_minute, per_hour = sums
+    for rows, cap, keys_of, expires in (
+        (per_minute, layout.minute_values, minute_keys, layout.expires_at),
+        (per_hour, layout.hour_values, hour_keys, layout.hour_expires_at),
     ):
-        count_key, amount_key, expires = names
         for site, bucket, dim, value, count, amount in rows:
-            name = ENGAGEMENT_DIMENSIONS[dim]
-            keys = count_key(site, bucket, name), amount_key(site, bucket, name)
+            keys = keys_of(site, bucket, dim)
             batch.expire_at[keys[0]] = batch.expire_at[keys[1]] = expires(bucket)
             batch.amounts.append(AmountOp(*keys, cap, count, amount, value))
 
